@@ -192,7 +192,8 @@ def topic_of(file_name: str) -> str:
     Other names give their stem (``item_master_update_16_columns.jsonl`` →
     ``item_master_update_16_columns``).
     """
-    stem = file_name.replace("\\", "/").rsplit("/", 1)[-1].split(".", 1)[0]
+    stem = file_name.replace("\\", "/").rsplit("/", 1)[-1]
+    stem = re.sub(r"\.(jsonl|json|lpv|avro)(\.gz)?$", "", stem, flags=re.IGNORECASE)
     match = _DUMP_NAME_RE.match(stem)
     return match.group("topic") if match else stem
 

@@ -1,0 +1,56 @@
+{% macro cdc_committed_batches() %}
+    {#-
+        Predicate keeping raw rows of committed ingest batches only: a batch commits when its
+        manifest rows are written (last step of staging), so rows of a run that was killed
+        half way are ignored and re-ingested by the next run.
+    -#}
+    ingest_batch_id in (
+        select ingested_files.ingest_batch_id
+        from {{ source('cdc', 'raw_ingested_files') }} as ingested_files
+    )
+{% endmacro %}
+
+
+{% macro cdc_change_columns() %}
+    {#- The columns of the canonical change event (DESIGN.md §5), in order. -#}
+    {{ return([
+        'change_id', 'feed', 'source_schema', 'source_table', 'change_position', 'operation',
+        'transaction_id', 'transaction_sequence', 'is_transaction_end', 'committed_at',
+        'before_image', 'after_image', 'changed_columns',
+        'source_file', 'record_offset', 'record_index', 'ingest_batch_id',
+    ]) }}
+{% endmacro %}
+
+
+{% macro cdc_primary_key(key_columns, before_image, after_image) %}
+    {#-
+        Canonical text of a row's primary key: a JSON array of the key values (canonical
+        text, JSON null for NULL) in key order, e.g. ["7","2024-01-05"]. Unambiguous for
+        composite keys. The after image wins; a key column absent from it is taken from the
+        before image (DELETE rows have only a before image). Null when there are no key columns.
+    -#}
+    (case
+        when {{ key_columns }} is null or size({{ key_columns }}) = 0 then null
+        else to_json(transform(
+            {{ key_columns }},
+            k -> case
+                when {{ after_image }} is not null and map_contains_key({{ after_image }}, k) then {{ after_image }}[k]
+                else {{ before_image }}[k]
+            end
+        ))
+    end)
+{% endmacro %}
+
+
+{% macro cdc_change_order(prefix='') %}
+    {#-
+        The total order of changes inside a feed: change_position, then file name and record
+        index (the tie-break of equal positions, e.g. full-load rows), as a struct that
+        max_by / min_by and ORDER BY accept.
+    -#}
+    named_struct(
+        'change_position', {{ prefix }}change_position,
+        'source_file', {{ prefix }}source_file,
+        'record_index', {{ prefix }}record_index
+    )
+{% endmacro %}

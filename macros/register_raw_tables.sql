@@ -1,0 +1,34 @@
+{% macro register_raw_tables() %}
+    {#-
+        Register the staging job's parquet datasets under <lake root>/raw/ as external tables
+        in schema var('cdc_raw_schema'), and pick up the ingest-batch partitions written since
+        the last run (MSCK REPAIR). Called from on-run-start; returns a no-op statement.
+    -#}
+    {% if execute %}
+        {% set lake = env_var('CDC_LAKE_ROOT', var('cdc_lake_root')) %}
+        {% if not lake.startswith('/') %}
+            {% set lake = env_var('PWD', '.') ~ '/' ~ lake %}
+        {% endif %}
+        {% set raw_schema = var('cdc_raw_schema') %}
+        {% do run_query('create database if not exists ' ~ raw_schema) %}
+        {% for table_name in cdc_raw_table_names() %}
+            {% set relation = raw_schema ~ '.' ~ table_name %}
+            {% do run_query(
+                'create table if not exists ' ~ relation
+                ~ " using parquet location '" ~ lake ~ '/raw/' ~ table_name ~ "'"
+            ) %}
+            {% do run_query('msck repair table ' ~ relation) %}
+            {% do run_query('refresh table ' ~ relation) %}
+        {% endfor %}
+    {% endif %}
+    select 1 as raw_tables_registered
+{% endmacro %}
+
+
+{% macro cdc_raw_table_names() %}
+    {#- The raw tables the staging job writes (python_udfs/staging.py RAW_TABLES). -#}
+    {{ return([
+        'raw_ingested_files', 'raw_rejects', 'raw_metadata',
+        'raw_qlik_change_tables', 'raw_qlik_kafka',
+    ]) }}
+{% endmacro %}

@@ -1,0 +1,52 @@
+{% macro cdc_typed_current_state(feed, source_schema, source_table) %}
+    {#-
+        Body of a typed per-table model (models/marts/tables/<feed>__<schema>__<table>.sql):
+        the table's live rows from current_state, one column per catalog column
+        (seeds/cdc_columns.csv, in ordinal order), cast from canonical text to its spark_type,
+        plus primary_key, last_change_position and last_committed_at.
+    -#}
+    -- depends_on: {{ ref('cdc_columns') }}
+    {%- set columns = [] -%}
+    {%- if execute -%}
+        {%- set query -%}
+            select column_name, spark_type
+            from {{ ref('cdc_columns') }}
+            where feed = '{{ feed }}' and source_schema = '{{ source_schema }}' and source_table = '{{ source_table }}'
+            order by ordinal
+        {%- endset -%}
+        {%- set columns = run_query(query).rows -%}
+        {%- if columns | length == 0 -%}
+            {{ exceptions.raise_compiler_error(
+                "seeds/cdc_columns.csv has no columns for " ~ feed ~ " " ~ source_schema ~ "." ~ source_table
+                ~ ": add them (or run `cdc scaffold`) or delete this model file."
+            ) }}
+        {%- endif -%}
+    {%- endif %}
+
+with
+
+current_state as (
+    select * from {{ ref('current_state') }}
+),
+
+table_rows as (
+    select * from current_state
+    where
+        feed = '{{ feed }}'
+        and source_schema = '{{ source_schema }}'
+        and source_table = '{{ source_table }}'
+),
+
+typed as (
+    select
+        primary_key,
+        {%- for column in columns %}
+        cast(row['{{ column[0] }}'] as {{ column[1] }}) as `{{ column[0] | lower }}`,
+        {%- endfor %}
+        last_change_position,
+        last_committed_at
+    from table_rows
+)
+
+select * from typed
+{% endmacro %}

@@ -1,0 +1,19 @@
+{#- Every feed format's staged changes in one relation (canonical change event shape). -#}
+
+with
+
+qlik_change_tables_changes as (
+    select * from {{ ref('stg_qlik_change_tables__changes') }}
+),
+
+qlik_kafka_changes as (
+    select * from {{ ref('stg_qlik_kafka__changes') }}
+),
+
+unioned as (
+    select {{ cdc_change_columns() | join(', ') }} from qlik_change_tables_changes
+    union all
+    select {{ cdc_change_columns() | join(', ') }} from qlik_kafka_changes
+)
+
+select * from unioned

@@ -1,0 +1,128 @@
+{#-
+    Qlik Replicate change tables in the canonical change event shape (DESIGN.md §5).
+    Before images (change_oper B) are joined to their UPDATE by the vendor's documented
+    self-join on change_seq (seeds/qlik_change_tables_ja.txt); full-load rows become LOAD.
+-#}
+
+with
+
+raw_change_table_rows as (
+    select * from {{ source('qlik_change_tables', 'raw_qlik_change_tables') }}
+    where {{ cdc_committed_batches() }}
+),
+
+classified as (
+    select
+        *,
+        case
+            when file_kind = 'full_load' then 'LOAD'
+            when header__operation = 'TRUNCATE' then 'TRUNCATE'
+            when header__change_oper = {{ cdc_feed_option('qlik_change_tables', 'truncate_oper_code', '') }}
+                then 'TRUNCATE'
+            when header__change_oper = 'I' then 'INSERT'
+            when header__change_oper = 'U' then 'UPDATE'
+            when header__change_oper = 'D' then 'DELETE'
+            when header__change_oper = 'B' then 'BEFOREIMAGE'
+            else header__operation
+        end as operation,
+        case
+            when file_kind = 'full_load' then repeat('0', 35)
+            else header__change_seq
+        end as change_position
+    from raw_change_table_rows
+),
+
+deduplicated as (
+    -- the same record ingested twice (a re-delivered file) keeps its first ingest
+    select * from (
+        select
+            *,
+            row_number() over (
+                partition by
+                    feed,
+                    operation,
+                    case when operation = 'LOAD' then concat(source_file, ':', record_index) else change_position end
+                order by ingest_batch_id, source_file, record_index
+            ) as delivery_number
+        from classified
+    )
+    where delivery_number = 1
+),
+
+before_images as (
+    select
+        feed,
+        change_position,
+        data as before_data
+    from deduplicated
+    where operation = 'BEFOREIMAGE'
+),
+
+changes_with_before_images as (
+    select
+        changes.*,
+        before_images.before_data
+    from deduplicated as changes
+    left join before_images
+        on
+            changes.feed = before_images.feed
+            and changes.change_position = before_images.change_position
+            and changes.operation = 'UPDATE'
+    where changes.operation != 'BEFOREIMAGE'
+),
+
+canonical as (
+    select
+        case
+            when operation = 'LOAD' then concat_ws(':', feed, change_position, source_file, cast(record_index as string))
+            else concat_ws(':', feed, change_position)
+        end as change_id,
+        feed,
+        source_schema,
+        source_table,
+        change_position,
+        operation,
+        coalesce(
+            header__transaction_id,
+            case when operation = 'LOAD' then concat('load:', source_file) else concat('change:', change_position) end
+        ) as transaction_id,
+        cast(null as boolean) as is_transaction_end,
+        coalesce(
+            to_timestamp(header__timestamp),
+            to_timestamp(substr(header__change_seq, 1, 16), 'yyyyMMddHHmmssSS')
+        ) as committed_at,
+        case
+            when operation = 'UPDATE' then before_data
+            when operation = 'DELETE' then data
+        end as before_image,
+        case when operation in ('INSERT', 'UPDATE', 'LOAD') then data end as after_image,
+        case
+            when operation in ('INSERT', 'UPDATE', 'DELETE')
+                then {{ cdc_changed_columns(
+                    'header__change_mask', 'column_names', 'header_column_count',
+                    cdc_feed_option('qlik_change_tables', 'mask_bit_order', 'lsb_last_hex')
+                ) }}
+        end as changed_columns,
+        source_file,
+        record_offset,
+        record_index,
+        ingest_batch_id
+    from changes_with_before_images
+),
+
+sequenced as (
+    select
+        *,
+        row_number() over (
+            partition by feed, transaction_id
+            order by change_position, source_file, record_index
+        ) as transaction_sequence
+    from canonical
+),
+
+final as (
+    select {{ cdc_change_columns() | join(', ') }}
+    from sequenced
+)
+
+select * from final

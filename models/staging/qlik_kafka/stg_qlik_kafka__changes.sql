@@ -1,0 +1,97 @@
+{#-
+    Qlik Replicate Kafka data messages in the canonical change event shape (DESIGN.md §5).
+    REFRESH rows (full load) become LOAD; UPDATE carries both images in one message; a DELETE
+    takes its before image from beforeData, else from data (option delete_image_field).
+-#}
+
+with
+
+raw_messages as (
+    select * from {{ source('qlik_kafka', 'raw_qlik_kafka') }}
+    where {{ cdc_committed_batches() }}
+),
+
+classified as (
+    select
+        *,
+        case when operation = 'REFRESH' then 'LOAD' else operation end as change_operation,
+        case when operation = 'REFRESH' then repeat('0', 35) else change_sequence end as change_position
+    from raw_messages
+),
+
+deduplicated as (
+    -- the same message ingested twice (a re-delivered dump) keeps its first ingest
+    select * from (
+        select
+            *,
+            row_number() over (
+                partition by
+                    feed,
+                    case
+                        when change_operation = 'LOAD' then concat(source_file, ':', record_index)
+                        else change_position
+                    end
+                order by ingest_batch_id, source_file, record_index
+            ) as delivery_number
+        from classified
+    )
+    where delivery_number = 1
+),
+
+canonical as (
+    select
+        case
+            when change_operation = 'LOAD'
+                then concat_ws(':', feed, change_position, source_file, cast(record_index as string))
+            else concat_ws(':', feed, change_position)
+        end as change_id,
+        feed,
+        source_schema,
+        source_table,
+        change_position,
+        change_operation as operation,
+        coalesce(
+            transaction_id,
+            case
+                when change_operation = 'LOAD' then concat('load:', source_file)
+                else concat('change:', change_position)
+            end
+        ) as transaction_id,
+        transaction_event_counter,
+        transaction_last_event as is_transaction_end,
+        to_timestamp(timestamp) as committed_at,
+        case
+            when change_operation = 'UPDATE' then before_data
+            when change_operation = 'DELETE' then coalesce(before_data, data)
+        end as before_image,
+        case when change_operation in ('INSERT', 'UPDATE', 'LOAD') then data end as after_image,
+        {{ cdc_changed_columns(
+            'change_mask', 'column_names', 0,
+            cdc_feed_option('qlik_kafka', 'mask_bit_order', 'lsb_last_hex')
+        ) }} as changed_columns,
+        source_file,
+        record_offset,
+        record_index,
+        ingest_batch_id
+    from deduplicated
+),
+
+sequenced as (
+    select
+        *,
+        coalesce(
+            cast(transaction_event_counter as int),
+            row_number() over (
+                partition by feed, transaction_id
+                order by change_position, source_file, record_index
+            )
+        ) as transaction_sequence
+    from canonical
+),
+
+final as (
+    select {{ cdc_change_columns() | join(', ') }}
+    from sequenced
+)
+
+select * from final

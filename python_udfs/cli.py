@@ -1,0 +1,304 @@
+"""The ``cdc`` command: stage landing files, run dbt in the same Spark session, demo, scaffold.
+
+``cdc stage``     decode new landing files into the raw tables (one ingest batch).
+``cdc run``       ``stage``, then ``dbt build`` in this process and SparkSession.
+``cdc demo``      simulate a source database, write Qlik change-table files and Kafka dumps
+                  into ``demo/landing``, run, and print a summary.
+``cdc scaffold``  write the tables that feeds' own metadata declares (``raw_metadata``) into
+                  the catalog seeds and generate one typed model file per catalog table.
+
+Exit status: 0 on success (rejected records included: they are counted, not fatal), 1 when
+``dbt build`` fails, 2 for a configuration error (one message naming the file and the fix).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from python_udfs.config import (
+    CDC_COLUMNS_HEADER,
+    CDC_TABLES_HEADER,
+    ConfigError,
+    ProjectConfig,
+    load_project,
+)
+
+TYPED_MODELS_DIR = Path("models") / "marts" / "tables"
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _parse_vars(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        import yaml
+
+        value = yaml.safe_load(text)
+    if not isinstance(value, dict):
+        raise ConfigError(f"--vars {text!r}: must be a JSON or YAML mapping.")
+    return value
+
+
+def _export_roots(config: ProjectConfig) -> None:
+    """Expose the resolved roots to dbt (profiles.yml and macros read these variables)."""
+    os.environ["CDC_LAKE_ROOT"] = str(config.lake_root)
+    os.environ["CDC_LANDING_ROOT"] = str(config.landing_root)
+
+
+def stage(config: ProjectConfig, spark=None, log=print):
+    """Run one staging batch for ``config``; returns the :class:`StageSummary`."""
+    from python_udfs.spark import get_spark
+    from python_udfs.staging import Stager
+
+    spark = spark or get_spark(config.lake_root)
+    return Stager(spark, config, log).stage()
+
+
+def dbt_build(config: ProjectConfig, extra_vars: dict[str, Any], args: list[str] | None = None) -> bool:
+    """Run ``dbt build`` (target from ``CDC_DBT_TARGET``, default ``local``) in this process.
+
+    The session target reuses the SparkSession created by staging. Returns True on success.
+    """
+    from dbt.cli.main import dbtRunner
+
+    _export_roots(config)
+    cli_args = [
+        "build",
+        "--project-dir", str(config.project_dir),
+        "--profiles-dir", str(config.project_dir),
+        "--target", os.environ.get("CDC_DBT_TARGET", "local"),
+    ]
+    if extra_vars:
+        cli_args += ["--vars", json.dumps(extra_vars)]
+    result = dbtRunner().invoke(cli_args + list(args or []))
+    return bool(result.success)
+
+
+def run(config: ProjectConfig, extra_vars: dict[str, Any], dbt_args: list[str] | None = None, log=print):
+    """Stage, then ``dbt build`` in the same SparkSession. Returns ``(summary, dbt_ok)``."""
+    from python_udfs.spark import get_spark
+
+    _export_roots(config)
+    spark = get_spark(config.lake_root)
+    summary = stage(config, spark, log)
+    ok = dbt_build(config, extra_vars, dbt_args)
+    return summary, ok
+
+
+def _count(spark, sql: str) -> int:
+    return spark.sql(sql).collect()[0][0]
+
+
+def print_summary(config: ProjectConfig, summary, elapsed: float) -> None:
+    """Print files, changes, tables, rejects and elapsed time of a run (from the built marts)."""
+    from rich.table import Table
+
+    from python_udfs.spark import get_spark
+
+    spark = get_spark(config.lake_root)
+    schema = os.environ.get("CDC_DBT_SCHEMA", "cdc")
+    table = Table(title="cdc_changelog: what this run built")
+    for col in ("feed", "files", "changes", "pending", "tables", "live rows", "rejects"):
+        table.add_column(col, justify="right" if col != "feed" else "left")
+    files = dict(spark.sql(f"select feed, count(distinct source_file) from {schema}.ingested_files group by feed").collect())
+    changes = dict(spark.sql(f"select feed, count(*) from {schema}.change_log group by feed").collect())
+    pending = dict(spark.sql(f"select feed, count(*) from {schema}.pending_changes group by feed").collect())
+    tables = dict(spark.sql(
+        f"select feed, count(distinct source_schema, source_table) from {schema}.current_state group by feed"
+    ).collect())
+    rows = dict(spark.sql(f"select feed, count(*) from {schema}.current_state group by feed").collect())
+    rejects = dict(spark.sql(f"select feed, count(*) from {schema}.ingest_rejects group by feed").collect())
+    for feed in config.feeds:
+        table.add_row(feed, *(str(d.get(feed, 0)) for d in (files, changes, pending, tables, rows, rejects)))
+    console = _console()
+    console.print(table)
+    typed = spark.sql(f"show tables in {schema}").collect()
+    typed_names = sorted(r.tableName for r in typed if "__" in r.tableName and not r.tableName.startswith("stg_"))
+    console.print(f"typed current-state tables in schema [bold]{schema}[/]: {', '.join(typed_names)}")
+    console.print(
+        f"batch {summary.ingest_batch_id}: {summary.files_ingested} file(s) ingested, "
+        f"{summary.files_skipped} skipped, {len(summary.files_refused)} refused, "
+        f"{sum(summary.rejects.values())} reject(s) this batch; elapsed {elapsed:.1f} s"
+    )
+
+
+def demo(project_dir: Path, seed: int, log=print) -> int:
+    """Simulate, write both Qlik formats, run staging + dbt build, print the summary."""
+    from python_udfs import simulator
+
+    started = time.monotonic()
+    demo_root = project_dir / "demo"
+    shutil.rmtree(demo_root, ignore_errors=True)
+    os.environ["CDC_LANDING_ROOT"] = str(demo_root / "landing")
+    os.environ["CDC_LAKE_ROOT"] = str(demo_root / "lake")
+    config = load_project(project_dir, check_paths=False)
+    log(f"simulating a source database (seed {seed}) and writing feeds to {config.landing_root}")
+    sim = simulator.simulate(seed=seed)
+    for feed in config.feeds.values():
+        written = simulator.write_feed(sim, feed.format, feed.path, feed.options)
+        log(f"  {feed.name}: {written} file(s) written ({feed.format})")
+    config = load_project(project_dir)
+    summary, ok = run(config, {}, log=log)
+    if not ok:
+        log("dbt build failed; see the output above")
+        return 1
+    print_summary(config, summary, time.monotonic() - started)
+    return 0
+
+
+def scaffold(config: ProjectConfig, log=print) -> int:
+    """Add tables from ``raw_metadata`` to the seeds and write missing typed model files.
+
+    Existing seed rows are kept (hand edits win); tables declared by a ``.dfm`` or MD message
+    but not yet in the seeds are appended with Spark types mapped from the vendor types. Then
+    every table of ``cdc_tables.csv`` gets ``models/marts/tables/<feed>__<schema>__<table>.sql``
+    if it has none.
+    """
+    from python_udfs.spark import get_spark
+    from python_udfs.staging import Stager
+
+    spark = get_spark(config.lake_root)
+    stager = Stager(spark, config, log)
+    stager.ensure_tables()
+    batches = stager.committed_batches()
+    seeds = config.project_dir / "seeds"
+    columns_path, tables_path = seeds / "cdc_columns.csv", seeds / "cdc_tables.csv"
+    known = {(f, s, t) for (f, s, t) in config.catalog}
+    rows = (
+        stager._read("raw_metadata")
+        .where(f"ingest_batch_id in ({','.join(repr(b) for b in batches) or 'null'})")
+        .collect()
+    )
+    latest: dict[tuple[str, str, str], dict[str, dict]] = {}
+    for r in sorted(rows, key=lambda r: (r.table_version or 0, r.ingest_batch_id)):
+        key = (r.feed, r.source_schema, r.source_table)
+        if key in known or r.column_name.startswith("header__"):
+            continue
+        latest.setdefault(key, {})[r.column_name] = r.asDict()
+    new_columns, new_tables = [], []
+    for key, cols in sorted(latest.items()):
+        ordered = sorted(cols.values(), key=lambda c: c["ordinal"])
+        for i, c in enumerate(ordered, start=1):
+            new_columns.append({
+                "feed": key[0], "source_schema": key[1], "source_table": key[2],
+                "column_name": c["column_name"], "ordinal": i, "source_type": c["source_type"],
+                "length": c["length"] if c["length"] is not None else "",
+                "precision": c["precision"] if c["precision"] is not None else "",
+                "scale": c["scale"] if c["scale"] is not None else "",
+                "primary_key_position": c["primary_key_position"] or 0,
+                "nullable": str(bool(c["nullable"])).lower() if c["nullable"] is not None else "true",
+                "spark_type": spark_type_for(c["source_type"], c["precision"], c["scale"]),
+            })
+        new_tables.append({"feed": key[0], "source_schema": key[1], "source_table": key[2], "table_identifier": ""})
+    _append_csv(columns_path, CDC_COLUMNS_HEADER, new_columns)
+    _append_csv(tables_path, CDC_TABLES_HEADER, new_tables)
+    log(f"seeds: {len(new_tables)} table(s), {len(new_columns)} column(s) added")
+    config = load_project(config.project_dir, check_paths=False)
+    written = write_typed_models(config)
+    log(f"models: {written} typed model file(s) written under {TYPED_MODELS_DIR}")
+    return 0
+
+
+def typed_model_name(feed: str, schema: str, table: str) -> str:
+    """Return ``<feed>__<schema>__<table>`` in lower case (DESIGN.md §5)."""
+    return f"{feed}__{schema}__{table}".lower().replace(".", "_").replace(" ", "_")
+
+
+def write_typed_models(config: ProjectConfig) -> int:
+    """Write one small model file per catalog table that has none; return how many."""
+    folder = config.project_dir / TYPED_MODELS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for feed, schema, table in sorted(config.catalog):
+        path = folder / f"{typed_model_name(feed, schema, table)}.sql"
+        if path.exists():
+            continue
+        path.write_text(
+            f"{{{{ cdc_typed_current_state('{feed}', '{schema}', '{table}') }}}}\n", encoding="utf-8"
+        )
+        written += 1
+    return written
+
+
+_SPARK_TYPES = {
+    "INT1": "tinyint", "INT2": "smallint", "INT4": "int", "INT8": "bigint", "UINT1": "smallint",
+    "UINT2": "int", "UINT4": "bigint", "UINT8": "decimal(20,0)", "REAL4": "float", "REAL8": "double",
+    "BOOLEAN": "boolean", "DATE": "date", "DATETIME": "timestamp", "TIME": "string",
+    "BYTES": "binary", "BLOB": "binary",
+}
+
+
+def spark_type_for(source_type: str, precision: int | None, scale: int | None) -> str:
+    """Map a Qlik Replicate type to the Spark SQL type of typed models (``string`` otherwise)."""
+    kind = (source_type or "").upper()
+    if kind in ("NUMERIC", "DECIMAL"):
+        return f"decimal({precision or 38},{scale or 0})"
+    return _SPARK_TYPES.get(kind, "string")
+
+
+def _append_csv(path: Path, header: list[str], rows: list[dict]) -> None:
+    if not rows:
+        return
+    with path.open("a", encoding="utf-8", newline="") as fh:
+        csv.DictWriter(fh, fieldnames=header, lineterminator="\n").writerows(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``cdc`` console script."""
+    parser = argparse.ArgumentParser(prog="cdc", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--project-dir", type=Path, default=Path.cwd(), help="dbt project folder")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, text in (
+        ("stage", "decode new landing files into raw tables"),
+        ("run", "stage, then dbt build in the same Spark session"),
+        ("demo", "simulate feeds, run, print a summary"),
+        ("scaffold", "write catalog seeds and typed model files from feed metadata"),
+    ):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--vars", help="dbt vars override (JSON or YAML mapping)")
+        if name == "demo":
+            p.add_argument("--seed", type=int, default=7, help="simulator random seed")
+        if name == "run":
+            p.add_argument("dbt_args", nargs=argparse.REMAINDER, help="extra dbt build arguments after --")
+    args = parser.parse_args(argv)
+    project_dir = args.project_dir.resolve()
+    log = _console().print
+    try:
+        if args.command == "demo":
+            return demo(project_dir, args.seed, log)
+        extra = _parse_vars(args.vars)
+        config = load_project(project_dir, extra, check_paths=args.command in ("stage", "run"))
+        _export_roots(config)
+        if args.command == "stage":
+            stage(config, log=log)
+            return 0
+        if args.command == "run":
+            started = time.monotonic()
+            dbt_args = [a for a in (args.dbt_args or []) if a != "--"]
+            summary, ok = run(config, extra, dbt_args, log)
+            if ok:
+                print_summary(config, summary, time.monotonic() - started)
+            return 0 if ok else 1
+        return scaffold(config, log)
+    except ConfigError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""The one place that builds the SparkSession used by staging and by dbt (``method: session``).
+
+``cdc stage`` / ``cdc run`` create the session here first; dbt-spark's session connection then
+calls ``SparkSession.builder.getOrCreate()`` and gets this same session, so staging and
+``dbt build`` share one JVM. ``profiles.yml`` (target ``local``) repeats the same settings as
+``server_side_parameters`` for a plain ``dbt build`` outside the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+
+def spark_conf(lake_root: Path) -> dict[str, str]:
+    """Return the embedded engine's settings for a lake root (absolute path).
+
+    The Hive metastore is embedded Derby at ``<lake_root>/metastore_db`` and the warehouse is
+    ``<lake_root>/warehouse``. Small local settings suit a 2-core, 24 GiB machine: 4 shuffle
+    partitions, 2 GiB driver memory (``CDC_SPARK_DRIVER_MEMORY`` overrides), no UI. Timestamps
+    are UTC and ANSI mode is off, as dbt-spark sets it.
+    """
+    lake = lake_root.resolve()
+    return {
+        "spark.master": os.environ.get("CDC_SPARK_MASTER", "local[*]"),
+        "spark.app.name": "cdc_changelog",
+        "spark.driver.memory": os.environ.get("CDC_SPARK_DRIVER_MEMORY", "2g"),
+        "spark.sql.shuffle.partitions": os.environ.get("CDC_SHUFFLE_PARTITIONS", "4"),
+        "spark.default.parallelism": "4",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.ansi.enabled": "false",
+        "spark.sql.warehouse.dir": str(lake / "warehouse"),
+        "spark.sql.catalogImplementation": "hive",
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={lake / 'metastore_db'};create=true"
+        ),
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={lake} -Dderby.stream.error.file={lake / 'derby.log'}",
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        "spark.sql.parquet.compression.codec": "snappy",
+        "spark.python.worker.reuse": "true",
+        # Python workers run the decoders: they must use this interpreter (the venv's).
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+    }
+
+
+def get_spark(lake_root: Path) -> SparkSession:
+    """Create (or return the running) SparkSession with Hive support for ``lake_root``.
+
+    Raises RuntimeError from py4j when Java is missing; the CLI turns that into one message.
+    """
+    lake_root.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in spark_conf(lake_root).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("CDC_SPARK_LOG_LEVEL", "ERROR"))
+    return spark
