@@ -139,6 +139,8 @@ FORMAT_TABLES = {
     qlik_change_tables.FORMAT: "raw_qlik_change_tables",
     qlik_kafka.FORMAT: "raw_qlik_kafka",
 }
+for _columns in RAW_TABLES.values():
+    _columns.append(("ingested_at", TS))  # set by the staging job when it appends the batch
 KINDS = list(RAW_TABLES)
 #: Partition holding one empty parquet file per table, so a table has a schema before data.
 SCHEMA_PARTITION = "00000000T000000000000"
@@ -463,7 +465,7 @@ class Stager:
                 else:
                     new += 1
                 sidecar = sidecar_for(path) if feed.format == qlik_change_tables.FORMAT else None
-                candidates.append(Candidate(feed.name, feed.format, path.resolve().as_uri(), rel,
+                candidates.append(Candidate(feed.name, feed.format, str(path.resolve()), rel,
                                             stat.st_size, mtime, start, start_index, expected, sidecar))
             self.log(f"  {feed.name} ({feed.format}): {new} new file(s), {grown} grown or changed")
         return candidates
@@ -513,7 +515,12 @@ class Stager:
             ("expected_prefix_sha256", STR), ("sidecar", STR),
         ])
         cand_df = spark.createDataFrame([asdict(c) for c in candidates], from_arrow_schema(cand_schema))
-        files = spark.read.format("binaryFile").load([c.path for c in candidates]).select("path", "content")
+        files = (
+            spark.read.format("binaryFile")
+            .load([c.path for c in candidates])
+            # binaryFile reports `file:/abs/path`; candidates hold `/abs/path`
+            .select(F.regexp_replace("path", "^file:", "").alias("path"), "content")
+        )
         parallelism = max(1, min(len(candidates), spark.sparkContext.defaultParallelism * 2))
         joined = (
             cand_df.join(files, "path", "inner")
