@@ -7,7 +7,7 @@
     -#}
     -- depends_on: {{ ref('cdc_columns') }}
     {%- set columns = [] -%}
-    {%- if execute -%}
+    {%- if execute and load_relation(ref('cdc_columns')) is not none -%}
         {%- set query -%}
             select column_name, spark_type
             from {{ ref('cdc_columns') }}

@@ -45,7 +45,7 @@ deduplicated as (
                 order by ingest_batch_id, source_file, record_index
             ) as delivery_number
         from classified
-    )
+    ) as numbered_deliveries
     where delivery_number = 1
 ),
 

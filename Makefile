@@ -1,0 +1,52 @@
+# cdc_changelog: `make demo` and `make test` work on a fresh clone (they create .venv first).
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: install demo test lint format docs lock clean benchmark
+
+$(STAMP): requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Simulate Qlik change-table files and Kafka dumps, stage them, dbt build, print a summary.
+demo: $(STAMP)
+	$(BIN)/cdc demo
+
+## Lint (ruff, sqlfluff) and the whole test suite, including dbt build on the embedded engine.
+test: lint
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check python_udfs tests benchmarks
+	$(BIN)/ruff format --check python_udfs tests benchmarks
+	CDC_LAKE_ROOT=$(CURDIR)/target/lint_lake $(BIN)/sqlfluff lint models tests/dbt
+
+format: $(STAMP)
+	$(BIN)/ruff format python_udfs tests benchmarks
+	$(BIN)/ruff check --fix python_udfs tests benchmarks
+	CDC_LAKE_ROOT=$(CURDIR)/target/lint_lake $(BIN)/sqlfluff fix models tests/dbt
+
+## Generate and serve the dbt docs site of the demo project (run `make demo` first).
+docs: $(STAMP)
+	CDC_LAKE_ROOT=$(CURDIR)/demo/lake $(BIN)/dbt docs generate --profiles-dir . --project-dir .
+	CDC_LAKE_ROOT=$(CURDIR)/demo/lake $(BIN)/dbt docs serve --profiles-dir . --project-dir . --port 8080
+
+## Re-pin every dependency after changing pyproject.toml.
+lock:
+	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/python -m pip install --quiet ".[dev]"
+	.lock-venv/bin/python -m pip freeze --exclude-editable | grep -v '^cdc.changelog' > requirements.lock
+	rm -rf .lock-venv
+
+benchmark: $(STAMP)
+	$(BIN)/python benchmarks/staging_throughput.py
+
+clean:
+	rm -rf demo target logs lake landing .pytest_cache
