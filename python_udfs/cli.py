@@ -69,7 +69,9 @@ def stage(config: ProjectConfig, spark=None, log=print):
     return Stager(spark, config, log).stage()
 
 
-def dbt_build(config: ProjectConfig, extra_vars: dict[str, Any], args: list[str] | None = None) -> bool:
+def dbt_build(
+    config: ProjectConfig, extra_vars: dict[str, Any], args: list[str] | None = None
+) -> bool:
     """Run ``dbt build`` (target from ``CDC_DBT_TARGET``, default ``local``) in this process.
 
     The session target reuses the SparkSession created by staging. Returns True on success.
@@ -79,9 +81,12 @@ def dbt_build(config: ProjectConfig, extra_vars: dict[str, Any], args: list[str]
     _export_roots(config)
     cli_args = [
         "build",
-        "--project-dir", str(config.project_dir),
-        "--profiles-dir", str(config.project_dir),
-        "--target", os.environ.get("CDC_DBT_TARGET", "local"),
+        "--project-dir",
+        str(config.project_dir),
+        "--profiles-dir",
+        str(config.project_dir),
+        "--target",
+        os.environ.get("CDC_DBT_TARGET", "local"),
     ]
     if extra_vars:
         cli_args += ["--vars", json.dumps(extra_vars)]
@@ -89,7 +94,9 @@ def dbt_build(config: ProjectConfig, extra_vars: dict[str, Any], args: list[str]
     return bool(result.success)
 
 
-def run(config: ProjectConfig, extra_vars: dict[str, Any], dbt_args: list[str] | None = None, log=print):
+def run(
+    config: ProjectConfig, extra_vars: dict[str, Any], dbt_args: list[str] | None = None, log=print
+):
     """Stage, then ``dbt build`` in the same SparkSession. Returns ``(summary, dbt_ok)``."""
     from python_udfs.spark import get_spark
 
@@ -115,21 +122,41 @@ def print_summary(config: ProjectConfig, summary, elapsed: float) -> None:
     table = Table(title="cdc_changelog: what this run built")
     for col in ("feed", "files", "changes", "pending", "tables", "live rows", "rejects"):
         table.add_column(col, justify="right" if col != "feed" else "left")
-    files = dict(spark.sql(f"select feed, count(distinct source_file) from {schema}.ingested_files group by feed").collect())
-    changes = dict(spark.sql(f"select feed, count(*) from {schema}.change_log group by feed").collect())
-    pending = dict(spark.sql(f"select feed, count(*) from {schema}.pending_changes group by feed").collect())
-    tables = dict(spark.sql(
-        f"select feed, count(distinct source_schema, source_table) from {schema}.current_state group by feed"
-    ).collect())
-    rows = dict(spark.sql(f"select feed, count(*) from {schema}.current_state group by feed").collect())
-    rejects = dict(spark.sql(f"select feed, count(*) from {schema}.ingest_rejects group by feed").collect())
+    files = dict(
+        spark.sql(
+            f"select feed, count(distinct source_file) from {schema}.ingested_files group by feed"
+        ).collect()
+    )
+    changes = dict(
+        spark.sql(f"select feed, count(*) from {schema}.change_log group by feed").collect()
+    )
+    pending = dict(
+        spark.sql(f"select feed, count(*) from {schema}.pending_changes group by feed").collect()
+    )
+    tables = dict(
+        spark.sql(
+            f"select feed, count(distinct source_schema, source_table) from {schema}.current_state group by feed"
+        ).collect()
+    )
+    rows = dict(
+        spark.sql(f"select feed, count(*) from {schema}.current_state group by feed").collect()
+    )
+    rejects = dict(
+        spark.sql(f"select feed, count(*) from {schema}.ingest_rejects group by feed").collect()
+    )
     for feed in config.feeds:
-        table.add_row(feed, *(str(d.get(feed, 0)) for d in (files, changes, pending, tables, rows, rejects)))
+        table.add_row(
+            feed, *(str(d.get(feed, 0)) for d in (files, changes, pending, tables, rows, rejects))
+        )
     console = _console()
     console.print(table)
     typed = spark.sql(f"show tables in {schema}").collect()
-    typed_names = sorted(r.tableName for r in typed if "__" in r.tableName and not r.tableName.startswith("stg_"))
-    console.print(f"typed current-state tables in schema [bold]{schema}[/]: {', '.join(typed_names)}")
+    typed_names = sorted(
+        r.tableName for r in typed if "__" in r.tableName and not r.tableName.startswith("stg_")
+    )
+    console.print(
+        f"typed current-state tables in schema [bold]{schema}[/]: {', '.join(typed_names)}"
+    )
     console.print(
         f"batch {summary.ingest_batch_id}: {summary.files_ingested} file(s) ingested, "
         f"{summary.files_skipped} skipped, {len(summary.files_refused)} refused, "
@@ -194,17 +221,32 @@ def scaffold(config: ProjectConfig, log=print) -> int:
     for key, cols in sorted(latest.items()):
         ordered = sorted(cols.values(), key=lambda c: c["ordinal"])
         for i, c in enumerate(ordered, start=1):
-            new_columns.append({
-                "feed": key[0], "source_schema": key[1], "source_table": key[2],
-                "column_name": c["column_name"], "ordinal": i, "source_type": c["source_type"],
-                "length": c["length"] if c["length"] is not None else "",
-                "precision": c["precision"] if c["precision"] is not None else "",
-                "scale": c["scale"] if c["scale"] is not None else "",
-                "primary_key_position": c["primary_key_position"] or 0,
-                "nullable": str(bool(c["nullable"])).lower() if c["nullable"] is not None else "true",
-                "spark_type": spark_type_for(c["source_type"], c["precision"], c["scale"]),
-            })
-        new_tables.append({"feed": key[0], "source_schema": key[1], "source_table": key[2], "table_identifier": ""})
+            new_columns.append(
+                {
+                    "feed": key[0],
+                    "source_schema": key[1],
+                    "source_table": key[2],
+                    "column_name": c["column_name"],
+                    "ordinal": i,
+                    "source_type": c["source_type"],
+                    "length": c["length"] if c["length"] is not None else "",
+                    "precision": c["precision"] if c["precision"] is not None else "",
+                    "scale": c["scale"] if c["scale"] is not None else "",
+                    "primary_key_position": c["primary_key_position"] or 0,
+                    "nullable": str(bool(c["nullable"])).lower()
+                    if c["nullable"] is not None
+                    else "true",
+                    "spark_type": spark_type_for(c["source_type"], c["precision"], c["scale"]),
+                }
+            )
+        new_tables.append(
+            {
+                "feed": key[0],
+                "source_schema": key[1],
+                "source_table": key[2],
+                "table_identifier": "",
+            }
+        )
     _append_csv(columns_path, CDC_COLUMNS_HEADER, new_columns)
     _append_csv(tables_path, CDC_TABLES_HEADER, new_tables)
     log(f"seeds: {len(new_tables)} table(s), {len(new_columns)} column(s) added")
@@ -229,17 +271,30 @@ def write_typed_models(config: ProjectConfig) -> int:
         if path.exists():
             continue
         path.write_text(
-            f"{{{{ cdc_typed_current_state('{feed}', '{schema}', '{table}') }}}}\n", encoding="utf-8"
+            f"{{{{ cdc_typed_current_state('{feed}', '{schema}', '{table}') }}}}\n",
+            encoding="utf-8",
         )
         written += 1
     return written
 
 
 _SPARK_TYPES = {
-    "INT1": "tinyint", "INT2": "smallint", "INT4": "int", "INT8": "bigint", "UINT1": "smallint",
-    "UINT2": "int", "UINT4": "bigint", "UINT8": "decimal(20,0)", "REAL4": "float", "REAL8": "double",
-    "BOOLEAN": "boolean", "DATE": "date", "DATETIME": "timestamp", "TIME": "string",
-    "BYTES": "binary", "BLOB": "binary",
+    "INT1": "tinyint",
+    "INT2": "smallint",
+    "INT4": "int",
+    "INT8": "bigint",
+    "UINT1": "smallint",
+    "UINT2": "int",
+    "UINT4": "bigint",
+    "UINT8": "decimal(20,0)",
+    "REAL4": "float",
+    "REAL8": "double",
+    "BOOLEAN": "boolean",
+    "DATE": "date",
+    "DATETIME": "timestamp",
+    "TIME": "string",
+    "BYTES": "binary",
+    "BLOB": "binary",
 }
 
 
@@ -274,7 +329,9 @@ def main(argv: list[str] | None = None) -> int:
         if name == "demo":
             p.add_argument("--seed", type=int, default=7, help="simulator random seed")
         if name == "run":
-            p.add_argument("dbt_args", nargs=argparse.REMAINDER, help="extra dbt build arguments after --")
+            p.add_argument(
+                "dbt_args", nargs=argparse.REMAINDER, help="extra dbt build arguments after --"
+            )
     args = parser.parse_args(argv)
     project_dir = args.project_dir.resolve()
     log = _console().print

@@ -98,7 +98,9 @@ def load_project(
     """
     project_file = project_dir / "dbt_project.yml"
     if not project_file.is_file():
-        raise ConfigError(f"{project_file}: not found. Run from the dbt project folder or pass --project-dir.")
+        raise ConfigError(
+            f"{project_file}: not found. Run from the dbt project folder or pass --project-dir."
+        )
     with project_file.open(encoding="utf-8") as fh:
         project = yaml.safe_load(fh) or {}
     variables = {**(project.get("vars") or {}), **(extra_vars or {})}
@@ -108,7 +110,9 @@ def load_project(
             f"{project_file}: vars.cdc_feeds is missing or empty. Declare each feed as "
             "`<name>: {format: ..., path: ..., options: {...}}`."
         )
-    landing_root = _root(str(variables.get("cdc_landing_root", "landing")), "CDC_LANDING_ROOT", project_dir)
+    landing_root = _root(
+        str(variables.get("cdc_landing_root", "landing")), "CDC_LANDING_ROOT", project_dir
+    )
     lake_root = _root(str(variables.get("cdc_lake_root", "lake")), "CDC_LAKE_ROOT", project_dir)
     feeds: dict[str, FeedConfig] = {}
     for name, spec in feeds_var.items():
@@ -193,7 +197,10 @@ def load_catalog(seeds_dir: Path, feeds: Mapping[str, FeedConfig]):
             length=_int(row["length"], columns_path, line, "length"),
             precision=_int(row["precision"], columns_path, line, "precision"),
             scale=_int(row["scale"], columns_path, line, "scale"),
-            primary_key_position=_int(row["primary_key_position"], columns_path, line, "primary_key_position") or 0,
+            primary_key_position=_int(
+                row["primary_key_position"], columns_path, line, "primary_key_position"
+            )
+            or 0,
             nullable=row["nullable"].strip().lower() == "true",
             metadata_source="catalog_seed",
         )

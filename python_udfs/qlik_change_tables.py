@@ -180,15 +180,17 @@ def split_records(data: bytes, d: CsvDialect):
         while True:
             match = pattern.match(data, pos)
             if match is None:
-                if data.startswith(q, pos) or (data.find(q, pos) != -1 and fields == []):
-                    rest = data.find(rd, pos)
-                    quote_open = data.count(q, start, rest if rest != -1 else size) % 2 == 1
-                    if quote_open and data.count(q, start) % 2 == 1:
-                        yield start, size, None, "unterminated quoted field (truncated record)"
-                        return
+                if data.startswith(q, pos) and data.count(q, pos) % 2 == 1:
+                    yield start, size, None, "unterminated quoted field (truncated record)"
+                    return
                 nxt = data.find(rd, pos)
                 end = size if nxt == -1 else nxt + len(rd)
-                yield start, end, None, "quote character inside a bare field"
+                yield (
+                    start,
+                    end,
+                    None,
+                    "quote character inside a bare field or after a quoted field",
+                )
                 pos = end
                 break
             quoted, bare, delim = match.groups()

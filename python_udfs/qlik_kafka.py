@@ -295,7 +295,7 @@ def scan_metadata(data: bytes, *, file_name: str, start: int = 0) -> list[Metada
         if value.lstrip()[:1] == b"{" and b'"MD"' not in value:
             continue
         try:
-            kind, envelope, message = _open_envelope(value)
+            kind, envelope, message = _open_envelope(value, _is_json_dump(file_name))
         except (ValueError, EOFError, StopIteration):
             continue
         if kind == "MD":
@@ -306,13 +306,14 @@ def scan_metadata(data: bytes, *, file_name: str, start: int = 0) -> list[Metada
     return out
 
 
-def _open_envelope(value: bytes) -> tuple[str, dict[str, Any] | None, Any]:
+def _open_envelope(value: bytes, is_json: bool = False) -> tuple[str, dict[str, Any] | None, Any]:
     """Return ``(type, envelope, message)`` of a value; ``message`` is a dict or Avro bytes.
 
-    Raises ValueError with a short reason when the value is not a readable message.
+    ``is_json`` says the framing holds JSON only (``.jsonl``). Raises ValueError with a short
+    reason when the value is not a readable message.
     """
     stripped = value.lstrip()
-    if stripped[:1] == b"{":
+    if is_json or stripped[:1] == b"{":
         try:
             obj = _json_loads(stripped)
         except ValueError as exc:
@@ -423,6 +424,7 @@ def decode_dump_file(
     final = final or opts["incomplete_tail"] == "reject"
     result = DecodeResult(consumed_end=start)
     topic = topic_of(file_name)
+    is_json = _is_json_dump(file_name)
     seen: dict[str, dict[str, Any]] = {}
     tombstones = 0
     for offset, end, index, value, error in _frames(data, file_name, start, start_index, final):
@@ -444,7 +446,7 @@ def decode_dump_file(
             continue
         try:
             row = _decode_value(
-                value, topic, catalog, registry_schemas or {}, opts, result, offset, index
+                value, topic, catalog, registry_schemas or {}, opts, result, offset, index, is_json
             )
         except _Bad as bad:
             result.rejects.append(Reject.of(data, offset, end, index, bad.reason, str(bad)))
@@ -474,13 +476,17 @@ def decode_dump_file(
     return result
 
 
-def _decode_value(value, topic, catalog, registry, opts, result, offset, index):
+def _is_json_dump(file_name: str) -> bool:
+    return file_name.lower().removesuffix(".gz").endswith((".jsonl", ".json"))
+
+
+def _decode_value(value, topic, catalog, registry, opts, result, offset, index, is_json):
     """Decode one message value; returns a raw row, None for MD, or raises :class:`_Bad`."""
     if isinstance(value, tuple):  # datum of an Avro container: a plain DataRecord
         meta = _table_for_topic(topic, catalog, opts)
         return _data_row(value[0], meta, "avro_container", None, opts)
     try:
-        kind, envelope, message = _open_envelope(value)
+        kind, envelope, message = _open_envelope(value, is_json)
     except (ValueError, EOFError, StopIteration, KeyError) as exc:
         text = str(exc)
         reason = "invalid_json" if "JSON" in text else "bad_envelope"

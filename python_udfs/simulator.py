@@ -38,8 +38,27 @@ import fastavro
 
 from python_udfs.qlik_kafka import ENVELOPE_SCHEMA, METADATA_SCHEMA
 
-HEADERS = ["change_seq", "change_oper", "change_mask", "stream_position", "operation", "transaction_id", "timestamp"]
-NAMES = ["Ann", "Björn", "Chloé", "Dmitri", "Eun-ji", "Fatima", "Gao Yi", "Hiroshi 浩", "Zoë 🔥", 'Quinn "Q"']
+HEADERS = [
+    "change_seq",
+    "change_oper",
+    "change_mask",
+    "stream_position",
+    "operation",
+    "transaction_id",
+    "timestamp",
+]
+NAMES = [
+    "Ann",
+    "Björn",
+    "Chloé",
+    "Dmitri",
+    "Eun-ji",
+    "Fatima",
+    "Gao Yi",
+    "Hiroshi 浩",
+    "Zoë 🔥",
+    'Quinn "Q"',
+]
 CITIES = ["Seattle", "München", "São Paulo", "東京", "Reykjavík", "Cape Town", "Zürich, CH"]
 PRODUCTS = ["bolt", "nut, hex", "washer", "rivet 3/16", "gear ⚙", "spring"]
 
@@ -69,7 +88,10 @@ class SimTable:
     @property
     def key_columns(self) -> list[SimColumn]:
         """Key columns in key order."""
-        return sorted((c for c in self.columns if c.primary_key_position), key=lambda c: c.primary_key_position)
+        return sorted(
+            (c for c in self.columns if c.primary_key_position),
+            key=lambda c: c.primary_key_position,
+        )
 
     @property
     def topic(self) -> str:
@@ -78,30 +100,44 @@ class SimTable:
 
 
 TABLES = (
-    SimTable("SALES", "CUSTOMERS", (
-        SimColumn("CUSTOMER_ID", "INT4", "int", 1, length=10),
-        SimColumn("NAME", "STRING", "string", length=100),
-        SimColumn("CITY", "STRING", "string", nullable=True, length=60),
-        SimColumn("CREDIT_LIMIT", "NUMERIC", "decimal(12,2)", nullable=True, precision=12, scale=2),
-        SimColumn("CREATED_AT", "DATETIME", "timestamp"),
-    )),
-    SimTable("SALES", "ORDER_LINES", (
-        SimColumn("ORDER_ID", "INT8", "bigint", 1, length=19),
-        SimColumn("LINE_NO", "INT2", "smallint", 2, length=5),
-        SimColumn("PRODUCT", "STRING", "string", length=40),
-        SimColumn("QUANTITY", "INT4", "int", length=10),
-        SimColumn("UNIT_PRICE", "NUMERIC", "decimal(10,3)", precision=10, scale=3),
-        SimColumn("NOTE", "STRING", "string", nullable=True, length=200),
-        SimColumn("SHIPPED_DATE", "DATE", "date", nullable=True),
-    )),
-    SimTable("HR", "EMPLOYEES", (
-        SimColumn("EMP_NO", "INT4", "int", 1, length=10),
-        SimColumn("FROM_DATE", "DATE", "date", 2),
-        SimColumn("FULL_NAME", "WSTRING", "string", length=80),
-        SimColumn("SALARY", "NUMERIC", "decimal(18,2)", precision=18, scale=2),
-        SimColumn("RATING", "REAL8", "double", nullable=True),
-        SimColumn("IS_ACTIVE", "BOOLEAN", "boolean"),
-    )),
+    SimTable(
+        "SALES",
+        "CUSTOMERS",
+        (
+            SimColumn("CUSTOMER_ID", "INT4", "int", 1, length=10),
+            SimColumn("NAME", "STRING", "string", length=100),
+            SimColumn("CITY", "STRING", "string", nullable=True, length=60),
+            SimColumn(
+                "CREDIT_LIMIT", "NUMERIC", "decimal(12,2)", nullable=True, precision=12, scale=2
+            ),
+            SimColumn("CREATED_AT", "DATETIME", "timestamp"),
+        ),
+    ),
+    SimTable(
+        "SALES",
+        "ORDER_LINES",
+        (
+            SimColumn("ORDER_ID", "INT8", "bigint", 1, length=19),
+            SimColumn("LINE_NO", "INT2", "smallint", 2, length=5),
+            SimColumn("PRODUCT", "STRING", "string", length=40),
+            SimColumn("QUANTITY", "INT4", "int", length=10),
+            SimColumn("UNIT_PRICE", "NUMERIC", "decimal(10,3)", precision=10, scale=3),
+            SimColumn("NOTE", "STRING", "string", nullable=True, length=200),
+            SimColumn("SHIPPED_DATE", "DATE", "date", nullable=True),
+        ),
+    ),
+    SimTable(
+        "HR",
+        "EMPLOYEES",
+        (
+            SimColumn("EMP_NO", "INT4", "int", 1, length=10),
+            SimColumn("FROM_DATE", "DATE", "date", 2),
+            SimColumn("FULL_NAME", "WSTRING", "string", length=80),
+            SimColumn("SALARY", "NUMERIC", "decimal(18,2)", precision=18, scale=2),
+            SimColumn("RATING", "REAL8", "double", nullable=True),
+            SimColumn("IS_ACTIVE", "BOOLEAN", "boolean"),
+        ),
+    ),
 )
 
 
@@ -127,13 +163,17 @@ class Simulation:
     """A workload and the final state (table → primary-key text → row) it leaves."""
 
     changes: list[SimChange]
-    final_state: dict[tuple[str, str], dict[str, dict[str, str | None]]] = field(default_factory=dict)
+    final_state: dict[tuple[str, str], dict[str, dict[str, str | None]]] = field(
+        default_factory=dict
+    )
     open_transaction: list[SimChange] = field(default_factory=list)
 
 
 def primary_key_text(table: SimTable, row: Mapping[str, str | None]) -> str:
     """Canonical primary-key text, as the dbt macro ``cdc_primary_key`` renders it."""
-    return json.dumps([row[c.name] for c in table.key_columns], ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(
+        [row[c.name] for c in table.key_columns], ensure_ascii=False, separators=(",", ":")
+    )
 
 
 def _value(rng: random.Random, col: SimColumn, key: int = 0) -> str | None:
@@ -143,7 +183,7 @@ def _value(rng: random.Random, col: SimColumn, key: int = 0) -> str | None:
     if kind in ("INT4", "INT8", "INT2"):
         return str(rng.randint(1, 500))
     if kind == "NUMERIC":
-        unscaled = rng.randint(-10**6, 10**7)
+        unscaled = rng.randint(-(10**6), 10**7)
         return format(Decimal(unscaled).scaleb(-col.scale), "f")
     if kind == "REAL8":
         return repr(rng.randint(0, 1000) / 8)
@@ -158,7 +198,9 @@ def _value(rng: random.Random, col: SimColumn, key: int = 0) -> str | None:
     pool = {"NAME": NAMES, "FULL_NAME": NAMES, "CITY": CITIES, "PRODUCT": PRODUCTS}.get(col.name)
     if pool:
         return rng.choice(pool)
-    return rng.choice(["", "rush", "gift wrap", "note with\nnewline", "comma, inside", "quote \" inside"])
+    return rng.choice(
+        ["", "rush", "gift wrap", "note with\nnewline", "comma, inside", 'quote " inside']
+    )
 
 
 def _new_row(rng: random.Random, table: SimTable, key: tuple) -> dict[str, str | None]:
@@ -173,7 +215,9 @@ def _new_key(rng: random.Random, table: SimTable, used: set[str]) -> tuple:
         key = []
         for col in table.key_columns:
             if col.qlik_type == "DATE":
-                key.append((dt.date(2015, 1, 1) + dt.timedelta(days=rng.randint(0, 3000))).isoformat())
+                key.append(
+                    (dt.date(2015, 1, 1) + dt.timedelta(days=rng.randint(0, 3000))).isoformat()
+                )
             else:
                 key.append(str(rng.randint(1, 10**6 if col.primary_key_position == 1 else 9)))
         text = json.dumps(key, separators=(",", ":"))
@@ -191,7 +235,9 @@ def simulate(seed: int = 7, load_rows: int = 12, transactions: int = 40) -> Simu
     hundredths of a second + 19-digit change number), as Qlik Replicate writes them.
     """
     rng = random.Random(seed)
-    state: dict[tuple[str, str], dict[str, dict[str, str | None]]] = {(t.schema, t.name): {} for t in TABLES}
+    state: dict[tuple[str, str], dict[str, dict[str, str | None]]] = {
+        (t.schema, t.name): {} for t in TABLES
+    }
     used: dict[tuple[str, str], set[str]] = {(t.schema, t.name): set() for t in TABLES}
     changes: list[SimChange] = []
     clock = dt.datetime(2024, 3, 1, 8, 0, 0)
@@ -215,11 +261,24 @@ def simulate(seed: int = 7, load_rows: int = 12, transactions: int = 40) -> Simu
             rows = state[(table.schema, table.name)]
             roll = rng.random()
             number += 1
-            seq = clock.strftime("%Y%m%d%H%M%S") + f"{clock.microsecond // 10000:02d}" + f"{number:019d}"
+            seq = (
+                clock.strftime("%Y%m%d%H%M%S")
+                + f"{clock.microsecond // 10000:02d}"
+                + f"{number:019d}"
+            )
             if roll < 0.4 or len(rows) < 3:
                 row = _new_row(rng, table, _new_key(rng, table, used[(table.schema, table.name)]))
                 rows[primary_key_text(table, row)] = row
-                change = SimChange(table, "INSERT", None, dict(row), [c.name for c in table.columns], seq, txn_id, clock)
+                change = SimChange(
+                    table,
+                    "INSERT",
+                    None,
+                    dict(row),
+                    [c.name for c in table.columns],
+                    seq,
+                    txn_id,
+                    clock,
+                )
             elif roll < 0.8:
                 key = rng.choice(sorted(rows))
                 before = rows[key]
@@ -235,13 +294,30 @@ def simulate(seed: int = 7, load_rows: int = 12, transactions: int = 40) -> Simu
                 if table.name == "ORDER_LINES" and "NOTE" not in changed and rng.random() < 0.5:
                     absent = ("NOTE",)
                 rows[key] = after
-                change = SimChange(table, "UPDATE", dict(before), dict(after), changed, seq, txn_id, clock,
-                                   absent=absent)
+                change = SimChange(
+                    table,
+                    "UPDATE",
+                    dict(before),
+                    dict(after),
+                    changed,
+                    seq,
+                    txn_id,
+                    clock,
+                    absent=absent,
+                )
             else:
                 key = rng.choice(sorted(rows))
                 before = rows.pop(key)
-                change = SimChange(table, "DELETE", dict(before), None,
-                                   [c.name for c in table.key_columns], seq, txn_id, clock)
+                change = SimChange(
+                    table,
+                    "DELETE",
+                    dict(before),
+                    None,
+                    [c.name for c in table.key_columns],
+                    seq,
+                    txn_id,
+                    clock,
+                )
             txn_changes.append(change)
         for i, change in enumerate(txn_changes, start=1):
             change.counter, change.is_last = i, i == len(txn_changes)
@@ -258,19 +334,36 @@ def catalog_rows(feeds: Mapping[str, str]) -> tuple[list[dict], list[dict]]:
     for feed, fmt in feeds.items():
         for table in TABLES:
             for ordinal, col in enumerate(table.columns, start=1):
-                columns.append({
-                    "feed": feed, "source_schema": table.schema, "source_table": table.name,
-                    "column_name": col.name, "ordinal": ordinal, "source_type": col.qlik_type,
-                    "length": col.length, "precision": col.precision, "scale": col.scale,
-                    "primary_key_position": col.primary_key_position,
-                    "nullable": "true" if col.nullable else "false", "spark_type": col.spark_type,
-                })
-            tables.append({"feed": feed, "source_schema": table.schema, "source_table": table.name,
-                           "table_identifier": table.topic if fmt == "qlik_kafka" else ""})
+                columns.append(
+                    {
+                        "feed": feed,
+                        "source_schema": table.schema,
+                        "source_table": table.name,
+                        "column_name": col.name,
+                        "ordinal": ordinal,
+                        "source_type": col.qlik_type,
+                        "length": col.length,
+                        "precision": col.precision,
+                        "scale": col.scale,
+                        "primary_key_position": col.primary_key_position,
+                        "nullable": "true" if col.nullable else "false",
+                        "spark_type": col.spark_type,
+                    }
+                )
+            tables.append(
+                {
+                    "feed": feed,
+                    "source_schema": table.schema,
+                    "source_table": table.name,
+                    "table_identifier": table.topic if fmt == "qlik_kafka" else "",
+                }
+            )
     return columns, tables
 
 
-def write_feed(sim: Simulation, fmt: str, folder: Path, options: Mapping[str, Any] | None = None) -> int:
+def write_feed(
+    sim: Simulation, fmt: str, folder: Path, options: Mapping[str, Any] | None = None
+) -> int:
     """Write the simulation in feed format ``fmt`` under ``folder``; return the file count."""
     folder.mkdir(parents=True, exist_ok=True)
     if fmt == "qlik_change_tables":
@@ -282,29 +375,76 @@ def write_feed(sim: Simulation, fmt: str, folder: Path, options: Mapping[str, An
 
 # -- Qlik change tables ------------------------------------------------------------------------
 
+
 def _dfm(table: SimTable, with_headers: bool, fmt: str, name: str, records: int) -> str:
     cols = []
     if with_headers:
         for h in HEADERS:
-            cols.append({"name": f"header__{h}", "type": "DATETIME" if h == "timestamp" else "STRING",
-                         "length": 35, "precision": 0, "scale": 0, "primaryKeyPos": 0})
+            cols.append(
+                {
+                    "name": f"header__{h}",
+                    "type": "DATETIME" if h == "timestamp" else "STRING",
+                    "length": 35,
+                    "precision": 0,
+                    "scale": 0,
+                    "primaryKeyPos": 0,
+                }
+            )
     for c in table.columns:
-        cols.append({"name": c.name, "type": c.qlik_type, "length": c.length, "precision": c.precision,
-                     "scale": c.scale, "primaryKeyPos": c.primary_key_position})
+        cols.append(
+            {
+                "name": c.name,
+                "type": c.qlik_type,
+                "length": c.length,
+                "precision": c.precision,
+                "scale": c.scale,
+                "primaryKeyPos": c.primary_key_position,
+            }
+        )
     for i, c in enumerate(cols, start=1):
         c["ordinal"] = i
-    return json.dumps({
-        "dfmVersion": "1.1",
-        "taskInfo": {"name": "sim", "sourceEndpoint": "simdb", "sourceEndpointType": "sim",
-                     "sourceEndpointUser": "", "replicationServer": "sim", "operation": ""},
-        "fileInfo": {"name": name, "extension": fmt, "location": "", "startWriteTimestamp": "",
-                     "endWriteTimestamp": "", "content": "data", "recordCount": records, "errorCount": 0},
-        "formatInfo": {"format": "parquet" if fmt == "parquet" else "delimited",
-                       "options": {"fieldDelimiter": ",", "recordDelimiter": "\n", "nullValue": "",
-                                   "quoteChar": "\"", "escapeChar": ""}},
-        "dataInfo": {"sourceSchema": table.schema, "sourceTable": table.name, "targetSchema": table.schema,
-                     "targetTable": table.name, "tableVersion": 1, "columns": cols},
-    }, indent=2)
+    return json.dumps(
+        {
+            "dfmVersion": "1.1",
+            "taskInfo": {
+                "name": "sim",
+                "sourceEndpoint": "simdb",
+                "sourceEndpointType": "sim",
+                "sourceEndpointUser": "",
+                "replicationServer": "sim",
+                "operation": "",
+            },
+            "fileInfo": {
+                "name": name,
+                "extension": fmt,
+                "location": "",
+                "startWriteTimestamp": "",
+                "endWriteTimestamp": "",
+                "content": "data",
+                "recordCount": records,
+                "errorCount": 0,
+            },
+            "formatInfo": {
+                "format": "parquet" if fmt == "parquet" else "delimited",
+                "options": {
+                    "fieldDelimiter": ",",
+                    "recordDelimiter": "\n",
+                    "nullValue": "",
+                    "quoteChar": '"',
+                    "escapeChar": "",
+                },
+            },
+            "dataInfo": {
+                "sourceSchema": table.schema,
+                "sourceTable": table.name,
+                "targetSchema": table.schema,
+                "targetTable": table.name,
+                "tableVersion": 1,
+                "columns": cols,
+            },
+        },
+        indent=2,
+    )
 
 
 def _mask(table: SimTable, names: list[str], header_count: int) -> str:
@@ -327,19 +467,33 @@ def _csv_field(value: str | None, col: SimColumn | None) -> str:
     return value
 
 
-def _ct_records(table: SimTable, changes: list[SimChange]) -> list[tuple[list[str | None], SimChange]]:
+def _ct_records(
+    table: SimTable, changes: list[SimChange]
+) -> list[tuple[list[str | None], SimChange]]:
     """Change-table records (header values + data values) of one table, B rows before U."""
     out = []
     for change in changes:
         ts = change.committed_at.strftime("%Y-%m-%d %H:%M:%S.%f")
-        common = [change.change_seq, None, None, f"LSN:{change.change_seq[-8:]}", None, change.transaction_id, ts]
+        common = [
+            change.change_seq,
+            None,
+            None,
+            f"LSN:{change.change_seq[-8:]}",
+            None,
+            change.transaction_id,
+            ts,
+        ]
         if change.operation == "UPDATE":
             before = list(common)
             before[1], before[2], before[4] = "B", "", "BEFOREIMAGE"
             out.append((before + [change.before[c.name] for c in table.columns], change))
         oper = {"INSERT": "I", "UPDATE": "U", "DELETE": "D"}[change.operation]
         head = list(common)
-        head[1], head[2], head[4] = oper, _mask(table, change.changed, len(HEADERS)), change.operation
+        head[1], head[2], head[4] = (
+            oper,
+            _mask(table, change.changed, len(HEADERS)),
+            change.operation,
+        )
         image = change.after if change.after is not None else change.before
         out.append((head + [image[c.name] for c in table.columns], change))
     return out
@@ -351,18 +505,27 @@ def _write_change_tables(sim: Simulation, folder: Path) -> int:
     for table in TABLES:
         loads = [c for c in committed if c.table is table and c.operation == "LOAD"]
         cdc = [c for c in committed if c.table is table and c.operation != "LOAD"]
-        style = {"CUSTOMERS": "csv_dfm", "ORDER_LINES": "csv_header", "EMPLOYEES": "parquet"}[table.name]
+        style = {"CUSTOMERS": "csv_dfm", "ORDER_LINES": "csv_header", "EMPLOYEES": "parquet"}[
+            table.name
+        ]
         load_dir, ct_dir = folder / table.topic, folder / f"{table.topic}__ct"
         load_dir.mkdir(parents=True, exist_ok=True)
         ct_dir.mkdir(parents=True, exist_ok=True)
         load_records = [([c.after[col.name] for col in table.columns], c) for c in loads]
-        written += _write_ct_file(table, load_dir, "LOAD00000001", load_records, style, with_headers=False)
+        written += _write_ct_file(
+            table, load_dir, "LOAD00000001", load_records, style, with_headers=False
+        )
         half = len(cdc) // 2
         for part in (cdc[:half], cdc[half:]):
             if not part:
                 continue
-            name = part[0].committed_at.strftime("%Y%m%d-%H%M%S") + f"{part[0].committed_at.microsecond // 1000:03d}"
-            written += _write_ct_file(table, ct_dir, name, _ct_records(table, part), style, with_headers=True)
+            name = (
+                part[0].committed_at.strftime("%Y%m%d-%H%M%S")
+                + f"{part[0].committed_at.microsecond // 1000:03d}"
+            )
+            written += _write_ct_file(
+                table, ct_dir, name, _ct_records(table, part), style, with_headers=True
+            )
     return written
 
 
@@ -372,8 +535,9 @@ def _write_ct_file(table, folder: Path, name: str, records, style: str, with_hea
     specs: list[SimColumn | None] = [None] * len(header_cols) + list(table.columns)
     if style == "parquet":
         _write_ct_parquet(table, folder / f"{name}.parquet", records, header_cols)
-        (folder / f"{name}.dfm").write_text(_dfm(table, with_headers, "parquet", f"{name}.parquet", len(records)),
-                                            encoding="utf-8")
+        (folder / f"{name}.dfm").write_text(
+            _dfm(table, with_headers, "parquet", f"{name}.parquet", len(records)), encoding="utf-8"
+        )
         return 1
     lines = [",".join(names)]
     for values, _change in records:
@@ -391,8 +555,9 @@ def _write_ct_file(table, folder: Path, name: str, records, style: str, with_hea
         lines.append(",".join(fields))
     (folder / f"{name}.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     if style == "csv_dfm":
-        (folder / f"{name}.dfm").write_text(_dfm(table, with_headers, "csv", f"{name}.csv", len(records)),
-                                            encoding="utf-8")
+        (folder / f"{name}.dfm").write_text(
+            _dfm(table, with_headers, "csv", f"{name}.csv", len(records)), encoding="utf-8"
+        )
     return 1
 
 
@@ -400,9 +565,17 @@ def _arrow_type(col: SimColumn):
     import pyarrow as pa
 
     return {
-        "INT4": pa.int32(), "INT8": pa.int64(), "INT2": pa.int16(), "REAL8": pa.float64(),
-        "BOOLEAN": pa.bool_(), "DATE": pa.date32(), "DATETIME": pa.timestamp("us"),
-    }.get(col.qlik_type, pa.decimal128(col.precision, col.scale) if col.qlik_type == "NUMERIC" else pa.string())
+        "INT4": pa.int32(),
+        "INT8": pa.int64(),
+        "INT2": pa.int16(),
+        "REAL8": pa.float64(),
+        "BOOLEAN": pa.bool_(),
+        "DATE": pa.date32(),
+        "DATETIME": pa.timestamp("us"),
+    }.get(
+        col.qlik_type,
+        pa.decimal128(col.precision, col.scale) if col.qlik_type == "NUMERIC" else pa.string(),
+    )
 
 
 def _arrow_value(value: str | None, col: SimColumn):
@@ -433,10 +606,16 @@ def _write_ct_parquet(table: SimTable, path: Path, records, header_cols: list[st
         values = [r[0][i] for r in records]
         if name == "header__timestamp":
             fields.append(pa.field(name, pa.timestamp("us")))
-            arrays.append(pa.array([dt.datetime.fromisoformat(v) for v in values], pa.timestamp("us")))
+            arrays.append(
+                pa.array([dt.datetime.fromisoformat(v) for v in values], pa.timestamp("us"))
+            )
         elif name == "header__change_mask":
             fields.append(pa.field(name, pa.binary()))
-            arrays.append(pa.array([bytes.fromhex(v.rjust(len(v) + len(v) % 2, "0")) if v else b"" for v in values]))
+            arrays.append(
+                pa.array(
+                    [bytes.fromhex(v.rjust(len(v) + len(v) % 2, "0")) if v else b"" for v in values]
+                )
+            )
         else:
             fields.append(pa.field(name, pa.string()))
             arrays.append(pa.array(values, pa.string()))
@@ -449,30 +628,51 @@ def _write_ct_parquet(table: SimTable, path: Path, records, header_cols: list[st
 
 # -- Qlik Kafka --------------------------------------------------------------------------------
 
+
 def _avro_field_type(col: SimColumn):
-    return {"INT4": "int", "INT2": "int", "INT8": "long", "REAL8": "double", "BOOLEAN": "boolean"}.get(
-        col.qlik_type, "string")
+    return {
+        "INT4": "int",
+        "INT2": "int",
+        "INT8": "long",
+        "REAL8": "double",
+        "BOOLEAN": "boolean",
+    }.get(col.qlik_type, "string")
 
 
 def data_schema(table: SimTable) -> dict:
     """The Avro ``DataRecord`` schema of a table, as Replicate's MD ``dataSchema`` declares it."""
     data_fields = [{"name": c.name, "type": ["null", _avro_field_type(c)]} for c in table.columns]
     return {
-        "type": "record", "name": "DataRecord", "fields": [
+        "type": "record",
+        "name": "DataRecord",
+        "fields": [
             {"name": "data", "type": {"type": "record", "name": "Data", "fields": data_fields}},
             {"name": "beforeData", "type": ["null", "Data"]},
-            {"name": "headers", "type": {"type": "record", "name": "Headers", "fields": [
-                {"name": "operation", "type": {"type": "enum", "name": "operation",
-                                               "symbols": ["INSERT", "UPDATE", "DELETE", "REFRESH"]}},
-                {"name": "changeSequence", "type": "string"},
-                {"name": "timestamp", "type": "string"},
-                {"name": "streamPosition", "type": "string"},
-                {"name": "transactionId", "type": "string"},
-                {"name": "changeMask", "type": ["null", "bytes"]},
-                {"name": "columnMask", "type": ["null", "bytes"]},
-                {"name": "transactionEventCounter", "type": ["null", "long"]},
-                {"name": "transactionLastEvent", "type": ["null", "boolean"]},
-            ]}},
+            {
+                "name": "headers",
+                "type": {
+                    "type": "record",
+                    "name": "Headers",
+                    "fields": [
+                        {
+                            "name": "operation",
+                            "type": {
+                                "type": "enum",
+                                "name": "operation",
+                                "symbols": ["INSERT", "UPDATE", "DELETE", "REFRESH"],
+                            },
+                        },
+                        {"name": "changeSequence", "type": "string"},
+                        {"name": "timestamp", "type": "string"},
+                        {"name": "streamPosition", "type": "string"},
+                        {"name": "transactionId", "type": "string"},
+                        {"name": "changeMask", "type": ["null", "bytes"]},
+                        {"name": "columnMask", "type": ["null", "bytes"]},
+                        {"name": "transactionEventCounter", "type": ["null", "long"]},
+                        {"name": "transactionLastEvent", "type": ["null", "boolean"]},
+                    ],
+                },
+            },
         ],
     }
 
@@ -480,12 +680,28 @@ def data_schema(table: SimTable) -> dict:
 def _md_message(table: SimTable) -> dict:
     return {
         "schemaId": f"SIM-{table.schema}-{table.name}-V1",
-        "lineage": {"server": "sim", "task": "sim-to-kafka", "schema": table.schema, "table": table.name,
-                    "tableVersion": 1, "timestamp": "2024-03-01T08:00:00.000"},
-        "tableStructure": {"tableColumns": {
-            c.name: {"ordinal": i, "type": c.qlik_type, "length": c.length, "precision": c.precision,
-                     "scale": c.scale, "primaryKeyPosition": c.primary_key_position, "nullable": c.nullable}
-            for i, c in enumerate(table.columns, start=1)}},
+        "lineage": {
+            "server": "sim",
+            "task": "sim-to-kafka",
+            "schema": table.schema,
+            "table": table.name,
+            "tableVersion": 1,
+            "timestamp": "2024-03-01T08:00:00.000",
+        },
+        "tableStructure": {
+            "tableColumns": {
+                c.name: {
+                    "ordinal": i,
+                    "type": c.qlik_type,
+                    "length": c.length,
+                    "precision": c.precision,
+                    "scale": c.scale,
+                    "primaryKeyPosition": c.primary_key_position,
+                    "nullable": c.nullable,
+                }
+                for i, c in enumerate(table.columns, start=1)
+            }
+        },
         "dataSchema": json.dumps(data_schema(table)),
     }
 
@@ -522,7 +738,9 @@ def _kafka_message(change: SimChange) -> dict:
         "headers": {
             "operation": "REFRESH" if is_load else change.operation,
             "changeSequence": change.change_seq,
-            "timestamp": "" if is_load else change.committed_at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3],
+            "timestamp": ""
+            if is_load
+            else change.committed_at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3],
             "streamPosition": "" if is_load else f"LSN:{change.change_seq[-8:]}",
             "transactionId": change.transaction_id,
             "changeMask": None if is_load else mask(change.changed),
@@ -544,21 +762,50 @@ def _write_kafka(sim: Simulation, folder: Path) -> int:
         schema = fastavro.parse_schema(data_schema(table))
         md = _md_message(table)
         if table.name == "CUSTOMERS":
-            values = [json.dumps({"magic": "atMSG", "type": "MD", "headers": None, "messageSchemaId": None,
-                                  "messageSchema": None, "message": md}, ensure_ascii=False).encode()]
+            values = [
+                json.dumps(
+                    {
+                        "magic": "atMSG",
+                        "type": "MD",
+                        "headers": None,
+                        "messageSchemaId": None,
+                        "messageSchema": None,
+                        "message": md,
+                    },
+                    ensure_ascii=False,
+                ).encode()
+            ]
             for m in msgs:
-                m["headers"]["changeMask"] = m["headers"]["changeMask"].hex().upper() if m["headers"]["changeMask"] else None
-                m["headers"]["columnMask"] = m["headers"]["columnMask"].hex().upper() if m["headers"]["columnMask"] else None
-                values.append(json.dumps({"magic": "atMSG", "type": "DT", "headers": None,
-                                          "messageSchemaId": md["schemaId"], "messageSchema": None,
-                                          "message": m}, ensure_ascii=False).encode())
+                m["headers"]["changeMask"] = (
+                    m["headers"]["changeMask"].hex().upper() if m["headers"]["changeMask"] else None
+                )
+                m["headers"]["columnMask"] = (
+                    m["headers"]["columnMask"].hex().upper() if m["headers"]["columnMask"] else None
+                )
+                values.append(
+                    json.dumps(
+                        {
+                            "magic": "atMSG",
+                            "type": "DT",
+                            "headers": None,
+                            "messageSchemaId": md["schemaId"],
+                            "messageSchema": None,
+                            "message": m,
+                        },
+                        ensure_ascii=False,
+                    ).encode()
+                )
             written += _write_dumps(folder, table.topic, values, "jsonl")
         elif table.name == "ORDER_LINES":
             values = [_avro_envelope("MD", None, fastavro_bytes(METADATA_SCHEMA, md))]
-            values += [_avro_envelope("DT", md["schemaId"], fastavro_bytes(schema, m)) for m in msgs]
+            values += [
+                _avro_envelope("DT", md["schemaId"], fastavro_bytes(schema, m)) for m in msgs
+            ]
             written += _write_dumps(folder, table.topic, values, "lpv")
         else:
-            (folder / "schemas" / "1.avsc").write_text(json.dumps(data_schema(table)), encoding="utf-8")
+            (folder / "schemas" / "1.avsc").write_text(
+                json.dumps(data_schema(table)), encoding="utf-8"
+            )
             values = [b"\x00" + struct.pack(">I", 1) + fastavro_bytes(schema, m) for m in msgs]
             written += _write_dumps(folder, table.topic, values, "lpv")
     return written
@@ -572,9 +819,17 @@ def fastavro_bytes(schema, record) -> bytes:
 
 
 def _avro_envelope(kind: str, schema_id: str | None, message: bytes) -> bytes:
-    return fastavro_bytes(ENVELOPE_SCHEMA, {"magic": b"atMSG", "type": kind, "headers": None,
-                                            "messageSchemaId": schema_id, "messageSchema": None,
-                                            "message": message})
+    return fastavro_bytes(
+        ENVELOPE_SCHEMA,
+        {
+            "magic": b"atMSG",
+            "type": kind,
+            "headers": None,
+            "messageSchemaId": schema_id,
+            "messageSchema": None,
+            "message": message,
+        },
+    )
 
 
 def _write_dumps(folder: Path, topic: str, values: list[bytes], ext: str) -> int:

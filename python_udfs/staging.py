@@ -257,7 +257,9 @@ def _map(value: Mapping[str, Any] | None):
     return None if value is None else list(value.items())
 
 
-def file_outputs(candidate: Mapping[str, Any], content: bytes, context: Mapping[str, Any]) -> list[dict]:
+def file_outputs(
+    candidate: Mapping[str, Any], content: bytes, context: Mapping[str, Any]
+) -> list[dict]:
     """Decode one candidate file and return the decode-pass rows (``kind`` + struct).
 
     Checks the ingested prefix first: when its SHA-256 differs from the manifest's, the file
@@ -302,14 +304,27 @@ def file_outputs(candidate: Mapping[str, Any], content: bytes, context: Mapping[
             "the file is refused. Land changed data as a new file."
         )
         out.append(reject_row(Reject.of(content, 0, size, 0, "prefix_changed", message)))
-        manifest.update(byte_end=start, prefix_sha256=expected, record_index_end=candidate["start_index"],
-                        rows=0, rejects=1, reject_bytes=size, status="refused", message=message)
+        manifest.update(
+            byte_end=start,
+            prefix_sha256=expected,
+            record_index_end=candidate["start_index"],
+            rows=0,
+            rejects=1,
+            reject_bytes=size,
+            status="refused",
+            message=message,
+        )
         out.append({"kind": "raw_ingested_files", "raw_ingested_files": manifest})
         return out
     try:
         result = decode_candidate(
-            candidate["format"], content, source_file, start, candidate["start_index"],
-            candidate["sidecar"], context,
+            candidate["format"],
+            content,
+            source_file,
+            start,
+            candidate["start_index"],
+            candidate["sidecar"],
+            context,
         )
     except Exception as exc:  # noqa: BLE001 - a decoder bug must not lose the file silently
         result = DecodeResult(consumed_end=size)
@@ -327,8 +342,11 @@ def file_outputs(candidate: Mapping[str, Any], content: bytes, context: Mapping[
         meta.update(feed=feed, source_file=source_file)
         out.append({"kind": "raw_metadata", "raw_metadata": meta})
     end = max(result.consumed_end, start)
-    last_index = max([candidate["start_index"]] + [r["record_index"] for r in result.rows]
-                     + [r.record_index for r in result.rejects])
+    last_index = max(
+        [candidate["start_index"]]
+        + [r["record_index"] for r in result.rows]
+        + [r.record_index for r in result.rejects]
+    )
     manifest.update(
         byte_end=end,
         prefix_sha256=sha256_hex(memoryview(content)[:end]),
@@ -338,7 +356,9 @@ def file_outputs(candidate: Mapping[str, Any], content: bytes, context: Mapping[
         reject_bytes=sum(r.length for r in result.rejects),
         status="ingested" if end == size else "partial",
         warnings=result.warnings,
-        message=None if end == size else f"{size - end} bytes of an incomplete record left for the next run",
+        message=None
+        if end == size
+        else f"{size - end} bytes of an incomplete record left for the next run",
     )
     out.append({"kind": "raw_ingested_files", "raw_ingested_files": manifest})
     return out
@@ -370,7 +390,10 @@ def make_metadata_udf(contexts: Mapping[str, Mapping[str, Any]]) -> Callable:
                 columns = qlik_kafka.scan_metadata(
                     record["content"], file_name=record["source_file"], start=record["start"]
                 )
-                rows = [dict(asdict(c), feed=record["feed"], source_file=record["source_file"]) for c in columns]
+                rows = [
+                    dict(asdict(c), feed=record["feed"], source_file=record["source_file"])
+                    for c in columns
+                ]
                 if rows:
                     yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
@@ -418,8 +441,14 @@ class Stager:
         df = self._read("raw_ingested_files").where(F.col("ingest_batch_id") != SCHEMA_PARTITION)
         df = df.withColumn("mtime_us", F.unix_micros("modification_time"))
         latest = (
-            df.withColumn("n", F.row_number().over(
-                Window.partitionBy("feed", "source_file").orderBy(F.col("ingest_batch_id").desc())))
+            df.withColumn(
+                "n",
+                F.row_number().over(
+                    Window.partitionBy("feed", "source_file").orderBy(
+                        F.col("ingest_batch_id").desc()
+                    )
+                ),
+            )
             .where("n = 1")
             .collect()
         )
@@ -431,13 +460,18 @@ class Stager:
 
         rows = (
             self._read("raw_metadata")
-            .where(F.col("ingest_batch_id").isin(list(batches)) & (F.col("metadata_source") == "kafka_md"))
+            .where(
+                F.col("ingest_batch_id").isin(list(batches))
+                & (F.col("metadata_source") == "kafka_md")
+            )
             .collect()
         )
         return [(_metadata_from_row(r.asDict()), r.feed) for r in rows]
 
     # -- planning -------------------------------------------------------------------------
-    def plan(self, manifest: Mapping[tuple[str, str], Mapping[str, Any]], summary: StageSummary) -> list[Candidate]:
+    def plan(
+        self, manifest: Mapping[tuple[str, str], Mapping[str, Any]], summary: StageSummary
+    ) -> list[Candidate]:
         """List landing files and decide, per file, skip / read from 0 / read the new tail."""
         candidates: list[Candidate] = []
         for feed in self.config.feeds.values():
@@ -465,12 +499,26 @@ class Stager:
                 else:
                     new += 1
                 sidecar = sidecar_for(path) if feed.format == qlik_change_tables.FORMAT else None
-                candidates.append(Candidate(feed.name, feed.format, str(path.resolve()), rel,
-                                            stat.st_size, mtime, start, start_index, expected, sidecar))
+                candidates.append(
+                    Candidate(
+                        feed.name,
+                        feed.format,
+                        str(path.resolve()),
+                        rel,
+                        stat.st_size,
+                        mtime,
+                        start,
+                        start_index,
+                        expected,
+                        sidecar,
+                    )
+                )
             self.log(f"  {feed.name} ({feed.format}): {new} new file(s), {grown} grown or changed")
         return candidates
 
-    def contexts(self, kafka_metadata: list[tuple[MetadataColumn, str]]) -> dict[str, dict[str, Any]]:
+    def contexts(
+        self, kafka_metadata: list[tuple[MetadataColumn, str]]
+    ) -> dict[str, dict[str, Any]]:
         """Build each feed's decoder context: options, seed catalog, Kafka catalog, schemas."""
         out: dict[str, dict[str, Any]] = {}
         by_feed: dict[str, list[MetadataColumn]] = {}
@@ -509,12 +557,23 @@ class Stager:
             self.log("  nothing new to ingest")
             return summary
         spark = self.spark
-        cand_schema = pa.schema([
-            ("feed", STR), ("format", STR), ("path", STR), ("source_file", STR), ("file_size", I64),
-            ("modification_time", TS), ("start", I64), ("start_index", I64),
-            ("expected_prefix_sha256", STR), ("sidecar", STR),
-        ])
-        cand_df = spark.createDataFrame([asdict(c) for c in candidates], from_arrow_schema(cand_schema))
+        cand_schema = pa.schema(
+            [
+                ("feed", STR),
+                ("format", STR),
+                ("path", STR),
+                ("source_file", STR),
+                ("file_size", I64),
+                ("modification_time", TS),
+                ("start", I64),
+                ("start_index", I64),
+                ("expected_prefix_sha256", STR),
+                ("sidecar", STR),
+            ]
+        )
+        cand_df = spark.createDataFrame(
+            [asdict(c) for c in candidates], from_arrow_schema(cand_schema)
+        )
         files = (
             spark.read.format("binaryFile")
             .load([c.path for c in candidates])
@@ -529,8 +588,15 @@ class Stager:
             .repartition(parallelism, "uri")
         )
         joined = joined.select(
-            "feed", "format", "source_file", "modification_time", "start", "start_index",
-            "expected_prefix_sha256", "sidecar", "content",
+            "feed",
+            "format",
+            "source_file",
+            "modification_time",
+            "start",
+            "start_index",
+            "expected_prefix_sha256",
+            "sidecar",
+            "content",
         )
         kafka_feeds = [f for f in self.config.feeds.values() if f.format == qlik_kafka.FORMAT]
         kafka_metadata: list[tuple[MetadataColumn, str]] = []
@@ -538,7 +604,9 @@ class Stager:
             known = self.known_metadata(committed)
             meta_rows = (
                 joined.where(F.col("format") == qlik_kafka.FORMAT)
-                .mapInArrow(make_metadata_udf({}), from_arrow_schema(pa.schema(RAW_TABLES["raw_metadata"])))
+                .mapInArrow(
+                    make_metadata_udf({}), from_arrow_schema(pa.schema(RAW_TABLES["raw_metadata"]))
+                )
                 .collect()
             )
             kafka_metadata = known + [(_metadata_from_row(r.asDict()), r.feed) for r in meta_rows]
@@ -554,7 +622,11 @@ class Stager:
             part.withColumn("ingested_at", F.lit(ingested_at)).write.mode("append").parquet(
                 str(self._table_path(table) / f"ingest_batch_id={batch_id}")
             )
-        for row in out.where(F.col("kind") == "raw_ingested_files").select("raw_ingested_files.*").collect():
+        for row in (
+            out.where(F.col("kind") == "raw_ingested_files")
+            .select("raw_ingested_files.*")
+            .collect()
+        ):
             info = row.asDict()
             summary.per_file.append(info)
             if info["status"] == "refused":
@@ -585,4 +657,6 @@ def _registry_schemas(feed_path: Path, options: Mapping[str, Any]) -> dict[int, 
     if not folder:
         return {}
     path = (feed_path / folder).resolve()
-    return {int(p.stem): p.read_text(encoding="utf-8") for p in path.glob("*.avsc") if p.stem.isdigit()}
+    return {
+        int(p.stem): p.read_text(encoding="utf-8") for p in path.glob("*.avsc") if p.stem.isdigit()
+    }

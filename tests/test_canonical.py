@@ -1,0 +1,95 @@
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from python_udfs.canonical import (
+    canonical_decimal,
+    canonical_qlik_value,
+    canonical_time,
+    canonical_timestamp,
+    mask_set_bits,
+    normalize_mask_hex,
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "scale", "expected"),
+    [
+        ("1.5", 2, "1.50"),
+        ("17520", 2, "17520.00"),
+        ("-0.10", 2, "-0.10"),
+        (Decimal("3"), 0, "3"),
+        ("1.230", 2, "1.23"),
+    ],
+)
+def test_decimal_has_exactly_the_declared_scale(value, scale, expected):
+    assert canonical_decimal(value, scale) == expected
+
+
+@pytest.mark.parametrize("value", ["1.234", "12a", "1e5", ""])
+def test_decimal_never_rounds_and_rejects_non_numbers(value):
+    with pytest.raises(ValueError):
+        canonical_decimal(value, 2)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2021-12-01 11:20:30.4444444", "2021-12-01 11:20:30.444444"),  # Qlik's 7 digits
+        ("2023-03-21T21:34:19.511", "2023-03-21 21:34:19.511000"),  # Kafka header
+        ("2023-03-21 14:34:21.000000", "2023-03-21 14:34:21"),  # zero fraction is left out
+        ("1994-09-30:15:33:00", "1994-09-30 15:33:00"),  # GoldenGate spelling
+    ],
+)
+def test_timestamp_text(text, expected):
+    assert canonical_timestamp(text) == expected
+
+
+def test_timestamp_overflow_can_reject():
+    with pytest.raises(ValueError):
+        canonical_timestamp("2021-12-01 11:20:30.4444444", overflow="reject")
+    with pytest.raises(ValueError):
+        canonical_timestamp("2021-13-01 00:00:00")
+
+
+def test_aware_datetime_is_rendered_in_utc():
+    moment = dt.datetime(2024, 1, 1, 9, 0, tzinfo=dt.timezone(dt.timedelta(hours=9)))
+    assert canonical_timestamp(moment) == "2024-01-01 00:00:00"
+    assert canonical_time("10:15:00.120") == "10:15:00.120000"
+
+
+@pytest.mark.parametrize(
+    ("mask", "expected"),
+    [
+        ("008080", [7, 15]),
+        ("0B", [0, 1, 3]),
+        ("b", [0, 1, 3]),
+        ("3a70", [4, 5, 6, 9, 11, 12, 13]),
+        ("", []),
+    ],
+)
+def test_mask_vectors_from_the_formats_page(mask, expected):
+    assert mask_set_bits(normalize_mask_hex(mask)) == expected
+
+
+def test_mask_bit_orders_differ_on_multi_byte_masks():
+    assert mask_set_bits("008080", "lsb_first_byte") == [15, 23]
+    assert normalize_mask_hex(b"\x00\x80\x80") == "008080"
+    with pytest.raises(ValueError):
+        normalize_mask_hex("0xZZ")
+
+
+@given(st.integers(min_value=-(10**20), max_value=10**20), st.integers(min_value=0, max_value=6))
+def test_decimal_round_trips_through_its_text(unscaled, scale):
+    number = Decimal(unscaled).scaleb(-scale)
+    text = canonical_decimal(number, scale)
+    assert Decimal(text) == number
+    assert len(text.partition(".")[2]) == scale
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_float_text_round_trips(value):
+    assert float(canonical_qlik_value(value, "REAL8")) == value

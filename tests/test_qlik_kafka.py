@@ -1,0 +1,288 @@
+import json
+import struct
+
+import fastavro
+import pytest
+
+from python_udfs.qlik_kafka import KafkaCatalog, decode_dump_file, scan_metadata
+from python_udfs.records import MetadataColumn
+from python_udfs.simulator import fastavro_bytes
+
+EMPLOYEES = "qlik_kafka/employees_salaries_md_and_refresh.jsonl"
+ITEM_MASTER = "qlik_kafka/item_master_update_16_columns.jsonl"
+TOPIC_TABLES = {"employees_salaries_md_and_refresh": "employees.salaries"}
+
+
+def decode(data, name, options=None, catalog=None, **kw):
+    catalog = catalog or KafkaCatalog()
+    catalog.add_columns(scan_metadata(data, file_name=name))
+    return decode_dump_file(data, file_name=name, catalog=catalog, options=options or {}, **kw)
+
+
+def test_item_master_update_has_both_images_and_the_mask_columns(samples):
+    result = decode(
+        (samples / ITEM_MASTER).read_bytes(),
+        "item_master_update_16_columns.jsonl",
+        {"topic_tables": {"item_master_update_16_columns": "SAPTM.ITEM_MASTER"}},
+    )
+    assert result.rejects == []
+    (row,) = result.rows
+    assert row["operation"] == "UPDATE"
+    assert row["change_sequence"] == "20230321213416580000000000000000017"
+    assert row["timestamp"] == "2023-03-21 21:34:19.511000"
+    assert row["transaction_id"] == "0000000066DA0202A903000000000000"
+    assert row["transaction_event_counter"] == 1 and row["transaction_last_event"] is True
+    assert len(row["data"]) == 16 and len(row["before_data"]) == 16
+    changed = [row["column_names"][b] for b in (7, 15)]
+    assert (row["change_mask"], row["column_mask"]) == ("008080", "00FFFF")
+    assert changed == ["item_desc", "load_date_time"]
+    assert row["data"]["item_desc"] == "RIVET 3/16 POPR FENDER"
+    assert row["data"]["itm_ord_mod_cd"] == ""  # empty string, not null
+    assert row["before_data"]["item_desc"] == "KAFKA UPD FOR TESTING"
+    assert "load_date_time" in row["before_data"] and row["before_data"]["load_date_time"] is None
+
+
+def test_item_master_without_any_metadata_is_rejected(samples):
+    result = decode((samples / ITEM_MASTER).read_bytes(), "item_master_update_16_columns.jsonl")
+    assert result.rows == [] and [r.reason for r in result.rejects] == ["no_metadata"]
+
+
+def test_employees_md_then_refresh_row(samples):
+    data = (samples / EMPLOYEES).read_bytes()
+    result = decode(data, "employees_salaries_md_and_refresh.jsonl", {"topic_tables": TOPIC_TABLES})
+    assert result.rejects == []
+    keys = {c.column_name: c.primary_key_position for c in result.metadata}
+    assert keys == {"emp_no": 1, "salary": 0, "from_date": 2, "to_date": 0}
+    assert {c.schema_id for c in result.metadata} == {"94345778F0A920B9F6634C541177EBB2"}
+    (row,) = result.rows
+    assert row["operation"] == "REFRESH" and row["change_sequence"] is None
+    assert row["data"] == {
+        "emp_no": "14472",
+        "salary": "49592",
+        "from_date": "1993-11-25",
+        "to_date": "1994-11-25",
+    }
+    assert (row["source_schema"], row["source_table"], row["record_index"]) == (
+        "employees",
+        "salaries",
+        2,
+    )
+
+
+def test_employees_refresh_without_mapping_is_rejected_with_its_schema_id(samples):
+    data = (samples / EMPLOYEES).read_bytes()
+    result = decode(data, "employees_salaries_md_and_refresh.jsonl")
+    (rej,) = result.rejects
+    assert rej.message == "no metadata for schemaId 8FB9D3C10EA4B25751DF9CC8318F0A02"
+    assert rej.record_index == 2 and data[rej.offset :].startswith(b'{"magic"')
+
+
+def _md_line(samples):
+    return (samples / EMPLOYEES).read_bytes().splitlines()[0]
+
+
+def _data_record(samples):
+    md = json.loads(_md_line(samples))["message"]
+    schema = fastavro.parse_schema(json.loads(md["dataSchema"]))
+    record = {
+        "data": {
+            "emp_no": 14472,
+            "salary": 49592,
+            "from_date": "1993-11-25",
+            "to_date": "1994-11-25",
+        },
+        "beforeData": None,
+        "headers": {
+            "operation": "REFRESH",
+            "changeSequence": "",
+            "timestamp": "",
+            "streamPosition": "",
+            "transactionId": "",
+            "changeMask": None,
+            "columnMask": None,
+        },
+    }
+    return md, fastavro_bytes(schema, record)
+
+
+def test_avro_envelope_frame_of_the_formats_page(samples):
+    md, payload = _data_record(samples)
+    assert len(payload) == 40
+    envelope = (
+        b"atMSG"
+        + b"\x04DT"
+        + b"\x00"
+        + b"\x02\x40"
+        + md["schemaId"].encode()
+        + b"\x00"
+        + bytes([len(payload) * 2])
+        + payload
+    )
+    assert len(envelope) == 85
+    dump = _md_line(samples) + b"\n"
+    catalog = KafkaCatalog()
+    catalog.add_columns(scan_metadata(dump, file_name="t-0-00000000000000000000.jsonl"))
+    result = decode_dump_file(
+        struct.pack(">I", 85) + envelope, file_name="t-0-00000000000000000000.lpv", catalog=catalog
+    )
+    assert result.rejects == []
+    (row,) = result.rows
+    assert row["value_format"] == "avro_envelope" and row["operation"] == "REFRESH"
+    assert row["data"] == {
+        "emp_no": "14472",
+        "salary": "49592",
+        "from_date": "1993-11-25",
+        "to_date": "1994-11-25",
+    }
+
+
+def test_confluent_wire_format_with_a_schema_file(samples):
+    md, payload = _data_record(samples)
+    value = b"\x00\x00\x00\x00\x2a" + payload
+    catalog = KafkaCatalog()
+    catalog.add_columns(scan_metadata(_md_line(samples) + b"\n", file_name="x.jsonl"))
+    frames = struct.pack(">I", len(value)) + value + b"\xff\xff\xff\xff"
+    result = decode_dump_file(
+        frames,
+        file_name="salaries-0-00000000000000000000.lpv",
+        catalog=catalog,
+        registry_schemas={42: md["dataSchema"]},
+        options={"topic_tables": {"salaries": "employees.salaries"}},
+    )
+    assert result.rejects == [] and result.rows[0]["value_format"] == "confluent"
+    assert result.warnings == ["1 tombstone value(s) skipped"]
+    unknown = decode_dump_file(
+        b"\x00\x00\x00\x05" + b"\x00\x00\x00\x00\x07",
+        file_name="salaries-0-00000000000000000000.lpv",
+        catalog=catalog,
+        options={"topic_tables": {"salaries": "employees.salaries"}},
+    )
+    assert unknown.rejects[0].message == "no schema for id 7"
+
+
+def _three_column_catalog():
+    catalog = KafkaCatalog()
+    catalog.add_columns(
+        [
+            MetadataColumn(
+                "S", "T", 1, name, i, kind, None, None, None, key, True, "kafka_md", schema_id="ID1"
+            )
+            for i, (name, kind, key) in enumerate(
+                [("A", "INT4", 1), ("B", "STRING", 0), ("C", "STRING", 0)], start=1
+            )
+        ]
+    )
+    return catalog
+
+
+def _dt(headers, data, before=None):
+    base = {
+        "operation": "UPDATE",
+        "changeSequence": "2" * 35,
+        "timestamp": "2024-01-01T00:00:00",
+        "streamPosition": "",
+        "transactionId": "T1",
+    }
+    return json.dumps(
+        {
+            "magic": "atMSG",
+            "type": "DT",
+            "headers": None,
+            "messageSchemaId": "ID1",
+            "messageSchema": None,
+            "message": {"data": data, "beforeData": before, "headers": {**base, **headers}},
+        }
+    ).encode()
+
+
+def test_column_mask_makes_columns_absent_not_null():
+    line = _dt({"columnMask": "05", "changeMask": "04"}, {"A": 1, "B": None, "C": "x"})
+    result = decode_dump_file(
+        line + b"\n", file_name="t-0-00000000000000000000.jsonl", catalog=_three_column_catalog()
+    )
+    assert result.rejects == []
+    assert result.rows[0]["data"] == {"A": "1", "C": "x"}
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (_dt({"changeMask": "0100"}, {"A": 1, "B": "b", "C": "c"}), "mask_longer_than_columns"),
+        (_dt({"columnMask": "06"}, {"B": "b", "C": "c"}), "key_column_not_present"),
+        (
+            _dt({"columnMask": "03", "changeMask": "04"}, {"A": 1, "B": "b"}),
+            "changed_column_absent",
+        ),
+        (_dt({"operation": "MERGE"}, {"A": 1}), "unknown_operation"),
+        (_dt({"changeSequence": "123"}, {"A": 1}), "bad_change_sequence"),
+        (_dt({}, None), "no_after_image"),
+        (_dt({}, {"A": "12a"}), "bad_value"),
+        (_dt({}, {"A": 1, "Z": 2}), "unknown_column"),
+        (b'{"magic": "atMSG", "type": "DT", "message": {"data": {', "invalid_json"),
+        (b"[1, 2]", "invalid_json"),
+        (b"", "empty_value"),
+    ],
+)
+def test_bad_lines_are_rejected_and_the_next_line_still_lands(line, reason):
+    good = _dt({"changeSequence": "3" * 35}, {"A": 2, "B": "b", "C": "c"})
+    data = line + b"\n" + good + b"\n"
+    result = decode_dump_file(
+        data, file_name="t-0-00000000000000000000.jsonl", catalog=_three_column_catalog()
+    )
+    assert [r.reason for r in result.rejects] == [reason]
+    assert result.rejects[0].offset == 0 and result.rejects[0].record_index == 1
+    assert [r["data"]["A"] for r in result.rows] == ["2"]
+
+
+def test_avro_value_that_does_not_match_its_schema(samples):
+    md, payload = _data_record(samples)
+    catalog = KafkaCatalog()
+    catalog.add_columns(scan_metadata(_md_line(samples) + b"\n", file_name="x.jsonl"))
+    bad = fastavro_bytes(fastavro.parse_schema({"type": "string"}), "not a record")
+    env = fastavro_bytes(
+        fastavro.parse_schema(__import__("python_udfs.qlik_kafka", fromlist=["x"]).ENVELOPE_SCHEMA),
+        {
+            "magic": b"atMSG",
+            "type": "DT",
+            "headers": None,
+            "messageSchemaId": md["schemaId"],
+            "messageSchema": None,
+            "message": bad + payload,
+        },
+    )
+    good = fastavro_bytes(
+        fastavro.parse_schema(__import__("python_udfs.qlik_kafka", fromlist=["x"]).ENVELOPE_SCHEMA),
+        {
+            "magic": b"atMSG",
+            "type": "DT",
+            "headers": None,
+            "messageSchemaId": md["schemaId"],
+            "messageSchema": None,
+            "message": payload,
+        },
+    )
+    data = struct.pack(">I", len(env)) + env + struct.pack(">I", len(good)) + good
+    result = decode_dump_file(data, file_name="t-0-00000000000000000000.lpv", catalog=catalog)
+    assert [r.reason for r in result.rejects] == ["avro_decode_error"]
+    assert result.rejects[0].offset == 0
+    assert len(result.rows) == 1 and result.rows[0]["record_offset"] == 4 + len(env)
+
+
+def test_truncated_frame_and_growing_files():
+    frame = struct.pack(">I", 3) + b"abc"
+    partial = frame + b"\x00\x00\x01\x00" + b"x" * 10
+    pending = decode_dump_file(partial, file_name="t-0-00000000000000000000.lpv")
+    assert pending.consumed_end == len(frame)  # the incomplete frame is left for the next run
+    final = decode_dump_file(
+        partial, file_name="t-0-00000000000000000000.lpv", options={"incomplete_tail": "reject"}
+    )
+    assert final.rejects[-1].reason == "truncated_frame" and final.rejects[-1].offset == len(frame)
+    lines = _dt({}, {"A": 1, "B": "b", "C": "c"}) + b"\n" + b'{"magic": "atMSG"'
+    growing = decode_dump_file(
+        lines, file_name="t-0-00000000000000000000.jsonl", catalog=_three_column_catalog()
+    )
+    assert (
+        growing.rejects == []
+        and len(growing.rows) == 1
+        and growing.consumed_end == lines.index(b"\n") + 1
+    )
