@@ -1,0 +1,205 @@
+"""End to end on the embedded engine: simulator → Qlik files → `cdc run` → marts equal the truth."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+
+import pytest
+
+from python_udfs.config import CDC_COLUMNS_HEADER
+from python_udfs.simulator import catalog_rows, simulate, write_feed
+from tests.spark_project import REPO, cdc, make_project, read_mart
+
+pytestmark = pytest.mark.spark
+FEEDS = {"qlik_ct_demo": "qlik_change_tables", "qlik_kafka_demo": "qlik_kafka"}
+
+
+def _state(lake):
+    state: dict = {}
+    for row in read_mart(lake, "current_state"):
+        state.setdefault(row["feed"], {}).setdefault((row["source_schema"], row["source_table"]), {})[row["primary_key"]] = row["row"]
+    return state
+
+
+def test_shipped_seeds_describe_the_simulated_tables():
+    columns, tables = catalog_rows(FEEDS)
+    with (REPO / "seeds" / "cdc_columns.csv").open(encoding="utf-8") as fh:
+        shipped = list(csv.DictReader(fh))
+    assert [{k: str(v) for k, v in row.items()} for row in columns] == shipped
+    assert len(tables) == 6 and CDC_COLUMNS_HEADER == list(shipped[0])
+
+
+@pytest.fixture(scope="module")
+def oracle_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("oracle")
+    landing, lake = root / "landing", root / "lake"
+    project = make_project(root)
+    sim = simulate(seed=11)
+    for feed, fmt in FEEDS.items():
+        write_feed(sim, fmt, landing / feed, {})
+    first = cdc(project, "run", landing=landing, lake=lake)
+    return sim, project, landing, lake, first
+
+
+def test_current_state_equals_the_simulated_database(oracle_run):
+    sim, _project, _landing, lake, first = oracle_run
+    state = _state(lake)
+    for feed in FEEDS:
+        assert state[feed] == {k: v for k, v in sim.final_state.items() if v}, feed
+    pending = read_mart(lake, "pending_changes")
+    assert {r["feed"] for r in pending} <= {"qlik_kafka_demo"}
+    assert len(pending) == max(len(sim.open_transaction) - 1, 0)
+    assert "cdc_changelog: what this run built" in first.stdout
+
+
+def test_change_log_is_unique_ordered_and_has_paired_update_images(oracle_run):
+    sim, _project, _landing, lake, _first = oracle_run
+    log = read_mart(lake, "change_log")
+    assert len({r["change_id"] for r in log}) == len(log)
+    ct_updates = [r for r in log if r["feed"] == "qlik_ct_demo" and r["operation"] == "UPDATE"]
+    expected = {c.change_seq: c for c in sim.changes if c.operation == "UPDATE" and c not in sim.open_transaction}
+    assert len(ct_updates) == len(expected)
+    for row in ct_updates:
+        change = expected[row["change_position"]]
+        assert row["before_image"] == change.before and row["after_image"] == change.after
+        assert sorted(row["changed_columns"]) == sorted(change.changed)
+    kafka_updates = [r for r in log if r["feed"] == "qlik_kafka_demo" and r["operation"] == "UPDATE"]
+    absent = [r for r in kafka_updates if expected[r["change_position"]].absent]
+    assert absent and all("NOTE" not in r["after_image"] for r in absent)
+    typed = read_mart(lake, "qlik_ct_demo__sales__order_lines")
+    assert len(typed) == len(sim.final_state[("SALES", "ORDER_LINES")])
+    assert {type(r["unit_price"]).__name__ for r in typed} == {"Decimal"}
+
+
+def test_rerun_changes_nothing_and_an_appended_file_adds_exactly_its_changes(oracle_run):
+    sim, project, landing, lake, _first = oracle_run
+    before_log, before_state = read_mart(lake, "change_log"), _state(lake)
+    cdc(project, "run", landing=landing, lake=lake)
+    assert sorted(r["change_id"] for r in read_mart(lake, "change_log")) == sorted(r["change_id"] for r in before_log)
+    assert _state(lake) == before_state
+    new_file = landing / "qlik_ct_demo" / "SALES.ORDER_LINES__ct" / "20990101-000000000.csv"
+    header = "header__change_seq,header__change_oper,header__change_mask,header__stream_position,header__operation,header__transaction_id,header__timestamp,"
+    header += "ORDER_ID,LINE_NO,PRODUCT,QUANTITY,UNIT_PRICE,NOTE,SHIPPED_DATE\n"
+    line = '"20990101000000000000000000000999999","I","3F80","x","INSERT","FF",2099-01-01 00:00:00.0000000,4242,1,"extra",2,9.500,,2099-01-02\n'
+    new_file.write_text(header + line, encoding="utf-8")
+    cdc(project, "run", landing=landing, lake=lake)
+    after_log = read_mart(lake, "change_log")
+    added = {r["change_id"] for r in after_log} - {r["change_id"] for r in before_log}
+    assert added == {"qlik_ct_demo:20990101000000000000000000000999999"}
+    new_state = _state(lake)["qlik_ct_demo"][("SALES", "ORDER_LINES")]
+    assert new_state['["4242","1"]'] == {
+        "ORDER_ID": "4242", "LINE_NO": "1", "PRODUCT": "extra", "QUANTITY": "2", "UNIT_PRICE": "9.500",
+        "NOTE": None, "SHIPPED_DATE": "2099-01-02",
+    }
+    manifest = read_mart(lake, "ingested_files")
+    assert [m["source_file"] for m in manifest].count("qlik_ct_demo/SALES.ORDER_LINES__ct/20990101-000000000.csv") == 1
+
+
+SAMPLE_FEEDS = """  cdc_feeds:
+    samples_ct:
+      format: qlik_change_tables
+      path: qlik_ct
+    samples_kafka:
+      format: qlik_kafka
+      path: qlik_kafka
+      options:
+        topic_tables:
+          item_master_update_16_columns: SAPTM.ITEM_MASTER
+          employees_salaries_md_and_refresh: employees.salaries
+          bad-0-00000000000000000000: employees.salaries
+"""
+ITEM_MASTER_COLUMNS = [
+    "item_no", "mfg_div_cd", "phys_loc_cd", "plnr_cd", "inv_class_cd", "use_um_cd", "byr_cd", "item_desc",
+    "itm_aut_ord_fct", "itm_ord_mod_cd", "itm_whs_ctl_cd", "itm_aut_ord_cd", "gnr_pt_no_ind", "div_adr_no",
+    "ems_rel_cd", "load_date_time",
+]
+
+
+def test_real_samples_through_stage_scaffold_and_run_with_bad_input(tmp_path, samples):
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    shutil.copytree(samples / "qlik_ct", landing / "qlik_ct")
+    shutil.copytree(samples / "qlik_kafka", landing / "qlik_kafka")
+    project = make_project(tmp_path, SAMPLE_FEEDS, seeds=([], []), typed_models=False)
+    # bad input beside the real files: wrong field count, non-JSON line, Avro not matching, overlong mask
+    ct_dir = landing / "qlik_ct" / "EDW.SAMPLE__ct"
+    shutil.copy(ct_dir / "20211201-122433444.dfm", ct_dir / "20211201-130000000.dfm")
+    (ct_dir / "20211201-130000000.csv").write_text(
+        "header__change_seq,header__change_oper,header__timestamp,SAMPLE_ID,SAMPLE_NAME,EDW_INSERTED_DTM,EDW_UPDATED_DTM\n"
+        '20210915031232320000000000000000042,I,2021-10-08 16:12:31.320000,6,"Sample 6",2021-12-01 11:20:30,2021-12-01 11:20:31\n'
+        '20210915031233320000000000000000043,I,2021-10-08 16:12:32.320000,7,"short line"\n'
+        '20210915031234320000000000000000044,I,2021-10-08 16:12:33.320000,8,"Sample 8",2021-12-01 11:20:30,2021-12-01 11:20:31\n',
+        encoding="utf-8",
+    )
+    md_line = (samples / "qlik_kafka" / "employees_salaries_md_and_refresh.jsonl").read_bytes().splitlines()[0]
+    bad_json = (
+        b'{"magic": "atMSG", "type": "DT", "headers": null, "messageSchemaId": null, "messageSchema": null, "message": '
+        b'{"data": {"emp_no": 1, "salary": 10, "from_date": "2000-01-01", "to_date": "2001-01-01"}, "beforeData": null, '
+        b'"headers": {"operation": "INSERT", "changeSequence": "20240101000000000000000000000000001", "timestamp": "2024-01-01T00:00:00", '
+        b'"streamPosition": "", "transactionId": "AA", "changeMask": "0100", "columnMask": "0F"}}}\n'
+        b"this is not json\n"
+        b'{"magic": "atMSG", "type": "DT", "headers": null, "messageSchemaId": null, "messageSchema": null, "message": '
+        b'{"data": {"emp_no": 2, "salary": 20, "from_date": "2000-01-01", "to_date": "2001-01-01"}, "beforeData": null, '
+        b'"headers": {"operation": "INSERT", "changeSequence": "20240101000000000000000000000000002", "timestamp": "2024-01-01T00:00:00", '
+        b'"streamPosition": "", "transactionId": "AB", "changeMask": "0F", "columnMask": "0F"}}}\n'
+    )
+    (landing / "qlik_kafka" / "bad-0-00000000000000000000.jsonl").write_bytes(md_line + b"\n" + bad_json)
+    envelope = b"atMSG\x04DT\x00\x02\x40" + b"94345778F0A920B9F6634C541177EBB2" + b"\x00" + b"\x06" + b"\x02\x90\xe2"
+    (landing / "qlik_kafka" / "bad-0-00000000000000000005.lpv").write_bytes(len(envelope).to_bytes(4, "big") + envelope)
+
+    cdc(project, "stage", landing=landing, lake=lake)
+    cdc(project, "scaffold", landing=landing, lake=lake)
+    columns = list(csv.DictReader((project / "seeds" / "cdc_columns.csv").open(encoding="utf-8")))
+    salaries = {c["column_name"]: c for c in columns if c["source_table"] == "salaries"}
+    assert {k: v["primary_key_position"] for k, v in salaries.items()} == {"emp_no": "1", "salary": "0", "from_date": "2", "to_date": "0"}
+    assert salaries["from_date"]["spark_type"] == "date"
+    # The .dfm declares no key for EDW.SAMPLE, and item_master has no metadata: add them by hand.
+    for c in columns:
+        if c["source_table"] == "SAMPLE" and c["column_name"] == "SAMPLE_ID":
+            c["primary_key_position"] = "1"
+    for i, name in enumerate(ITEM_MASTER_COLUMNS, start=1):
+        columns.append({"feed": "samples_kafka", "source_schema": "SAPTM", "source_table": "ITEM_MASTER", "column_name": name,
+                        "ordinal": i, "source_type": "DATETIME" if name == "load_date_time" else "STRING", "length": "",
+                        "precision": "", "scale": "", "primary_key_position": 1 if name == "item_no" else 0,
+                        "nullable": "true", "spark_type": "timestamp" if name == "load_date_time" else "string"})
+    tables = list(csv.DictReader((project / "seeds" / "cdc_tables.csv").open(encoding="utf-8")))
+    tables.append({"feed": "samples_kafka", "source_schema": "SAPTM", "source_table": "ITEM_MASTER", "table_identifier": ""})
+    from tests.spark_project import write_seeds
+
+    write_seeds(project, columns, tables)
+    proc = cdc(project, "run", landing=landing, lake=lake)
+    assert proc.returncode == 0
+
+    log = {r["change_id"]: r for r in read_mart(lake, "change_log")}
+    update = log["samples_ct:20210915031230320000000000000000041"]
+    assert update["operation"] == "UPDATE" and update["source_table"] == "SAMPLE"
+    assert update["after_image"]["SAMPLE_NAME"] == "Sample 4 🔥🔥🔥🔥"
+    assert update["after_image"]["EDW_INSERTED_DTM"] == "2021-12-01 11:20:30.444444"
+    assert str(update["committed_at"])[:26] == "2021-10-08 14:12:31.320000"  # UTC
+    assert log["samples_ct:20210915031231320000000000000000041"]["operation"] == "INSERT"
+    item = log["samples_kafka:20230321213416580000000000000000017"]
+    assert sorted(item["changed_columns"]) == ["item_desc", "load_date_time"]
+    assert len(item["after_image"]) == 16 and item["after_image"]["load_date_time"] == "2023-03-21 14:34:21"
+    assert item["before_image"]["load_date_time"] is None
+    loads = [r for r in log.values() if r["operation"] == "LOAD"]
+    assert [(r["source_table"], r["primary_key"]) for r in loads] == [("salaries", '["14472","1993-11-25"]')]
+
+    state = {(r["feed"], r["source_table"], r["primary_key"]): r["row"] for r in read_mart(lake, "current_state")}
+    assert state[("samples_ct", "SAMPLE", '["4"]')]["EDW_UPDATED_DTM"] == "2021-12-01 11:20:31.444444"
+    assert state[("samples_kafka", "salaries", '["14472","1993-11-25"]')] == {
+        "emp_no": "14472", "salary": "49592", "from_date": "1993-11-25", "to_date": "1994-11-25"}
+    assert state[("samples_kafka", "ITEM_MASTER", '["AAL614"]')]["item_desc"] == "RIVET 3/16 POPR FENDER"
+    # the valid rows around the bad ones landed
+    assert ("samples_ct", "SAMPLE", '["6"]') in state and ("samples_ct", "SAMPLE", '["8"]') in state
+    assert ("samples_kafka", "salaries", '["2","2000-01-01"]') in state
+    rejects = {(r["source_file"], r["reason"]): r for r in read_mart(lake, "ingest_rejects")}
+    assert set(rejects) == {
+        ("qlik_ct/EDW.SAMPLE__ct/20211201-130000000.csv", "wrong_field_count"),
+        ("qlik_kafka/bad-0-00000000000000000000.jsonl", "mask_longer_than_columns"),
+        ("qlik_kafka/bad-0-00000000000000000000.jsonl", "invalid_json"),
+        ("qlik_kafka/bad-0-00000000000000000005.lpv", "avro_decode_error"),
+    }
+    assert rejects[("qlik_kafka/bad-0-00000000000000000000.jsonl", "invalid_json")]["record_index"] == 3
+    assert rejects[("qlik_ct/EDW.SAMPLE__ct/20211201-130000000.csv", "wrong_field_count")]["record_offset"] > 0
+    assert "4 reject(s) this batch" not in proc.stdout  # the rejects were staged by the earlier `cdc stage`
+    assert "│ samples_kafka" in proc.stdout
