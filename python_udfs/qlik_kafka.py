@@ -471,6 +471,7 @@ def decode_dump_file(
             seen.setdefault(seq, fingerprint)
         row.update(record_offset=offset, record_index=index)
         result.rows.append(row)
+    result.warnings.extend(sorted(opts.pop("_notes", ())))
     if tombstones:
         result.warnings.append(f"{tombstones} tombstone value(s) skipped")
     return result
@@ -592,7 +593,6 @@ def _data_row(message, meta: TableMeta | None, fmt, schema_id, opts) -> dict[str
     if operation == "UPDATE" and data is None:
         raise _Bad("no_after_image", "UPDATE with data null")
     columns = meta.columns
-    warnings = []
     if not columns:
         keys = list((data or before or {}).keys())
         columns = [
@@ -612,7 +612,11 @@ def _data_row(message, meta: TableMeta | None, fmt, schema_id, opts) -> dict[str
             )
             for i, k in enumerate(keys)
         ]
-        warnings.append("no metadata: column order from data keys")
+        notes = opts.setdefault("_notes", set())
+        notes.add(
+            f"no metadata for {meta.source_schema}.{meta.source_table}: column order from data keys, "
+            "values as JSON types (add the table to seeds/cdc_columns.csv)"
+        )
     names = [c.column_name for c in columns]
     try:
         change_mask = normalize_mask_hex(headers.get("changeMask"))

@@ -16,15 +16,21 @@ from python_udfs.config import CDC_COLUMNS_HEADER, CDC_TABLES_HEADER
 REPO = Path(__file__).resolve().parents[1]
 
 
-def make_project(root: Path, feeds_yaml: str | None = None, seeds: tuple[list, list] | None = None,
-                 typed_models: bool = True) -> Path:
+def make_project(
+    root: Path,
+    feeds_yaml: str | None = None,
+    seeds: tuple[list, list] | None = None,
+    typed_models: bool = True,
+) -> Path:
     """Copy the dbt project into ``root/project``; optionally replace the feeds and the seeds."""
     project = root / "project"
     project.mkdir(parents=True)
     for name in ("dbt_project.yml", "profiles.yml"):
         shutil.copy(REPO / name, project / name)
     for name in ("models", "macros", "seeds", "tests"):
-        shutil.copytree(REPO / name, project / name, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+        shutil.copytree(
+            REPO / name, project / name, ignore=shutil.ignore_patterns("__pycache__", "*.py")
+        )
     if not typed_models:
         shutil.rmtree(project / "models" / "marts" / "tables")
         (project / "models" / "marts" / "tables").mkdir()
@@ -32,27 +38,47 @@ def make_project(root: Path, feeds_yaml: str | None = None, seeds: tuple[list, l
         text = (project / "dbt_project.yml").read_text(encoding="utf-8")
         start = text.index("  cdc_feeds:")
         end = text.index("\nmodels:")
-        (project / "dbt_project.yml").write_text(text[:start] + feeds_yaml.rstrip() + "\n" + text[end:], encoding="utf-8")
+        (project / "dbt_project.yml").write_text(
+            text[:start] + feeds_yaml.rstrip() + "\n" + text[end:], encoding="utf-8"
+        )
     if seeds is not None:
         write_seeds(project, *seeds)
     return project
 
 
 def write_seeds(project: Path, columns: list[dict], tables: list[dict]) -> None:
-    for name, header, rows in (("cdc_columns.csv", CDC_COLUMNS_HEADER, columns), ("cdc_tables.csv", CDC_TABLES_HEADER, tables)):
+    for name, header, rows in (
+        ("cdc_columns.csv", CDC_COLUMNS_HEADER, columns),
+        ("cdc_tables.csv", CDC_TABLES_HEADER, tables),
+    ):
         with (project / "seeds" / name).open("w", encoding="utf-8", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=header, lineterminator="\n")
             writer.writeheader()
             writer.writerows(rows)
 
 
-def cdc(project: Path, *args: str, landing: Path, lake: Path, check: bool = True) -> subprocess.CompletedProcess:
+def cdc(
+    project: Path, *args: str, landing: Path, lake: Path, check: bool = True
+) -> subprocess.CompletedProcess:
     """Run the ``cdc`` CLI in a subprocess (its own JVM) and return the completed process."""
-    env = {**os.environ, "CDC_LANDING_ROOT": str(landing), "CDC_LAKE_ROOT": str(lake), "COLUMNS": "200"}
-    proc = subprocess.run([sys.executable, "-m", "python_udfs.cli", "--project-dir", str(project), *args],
-                          env=env, capture_output=True, text=True, timeout=900, cwd=project)
+    env = {
+        **os.environ,
+        "CDC_LANDING_ROOT": str(landing),
+        "CDC_LAKE_ROOT": str(lake),
+        "COLUMNS": "200",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "python_udfs.cli", "--project-dir", str(project), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=project,
+    )
     if check and proc.returncode != 0:
-        raise AssertionError(f"cdc {' '.join(args)} exited {proc.returncode}\n{proc.stdout[-6000:]}\n{proc.stderr[-4000:]}")
+        raise AssertionError(
+            f"cdc {' '.join(args)} exited {proc.returncode}\n{proc.stdout[-6000:]}\n{proc.stderr[-4000:]}"
+        )
     return proc
 
 

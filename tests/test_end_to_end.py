@@ -9,7 +9,7 @@ import pytest
 
 from python_udfs.config import CDC_COLUMNS_HEADER
 from python_udfs.simulator import catalog_rows, simulate, write_feed
-from tests.spark_project import REPO, cdc, make_project, read_mart
+from tests.spark_project import REPO, cdc, make_project, read_mart, write_seeds
 
 pytestmark = pytest.mark.spark
 FEEDS = {"qlik_ct_demo": "qlik_change_tables", "qlik_kafka_demo": "qlik_kafka"}
@@ -18,7 +18,9 @@ FEEDS = {"qlik_ct_demo": "qlik_change_tables", "qlik_kafka_demo": "qlik_kafka"}
 def _state(lake):
     state: dict = {}
     for row in read_mart(lake, "current_state"):
-        state.setdefault(row["feed"], {}).setdefault((row["source_schema"], row["source_table"]), {})[row["primary_key"]] = row["row"]
+        state.setdefault(row["feed"], {}).setdefault(
+            (row["source_schema"], row["source_table"]), {}
+        )[row["primary_key"]] = row["row"]
     return state
 
 
@@ -58,13 +60,19 @@ def test_change_log_is_unique_ordered_and_has_paired_update_images(oracle_run):
     log = read_mart(lake, "change_log")
     assert len({r["change_id"] for r in log}) == len(log)
     ct_updates = [r for r in log if r["feed"] == "qlik_ct_demo" and r["operation"] == "UPDATE"]
-    expected = {c.change_seq: c for c in sim.changes if c.operation == "UPDATE" and c not in sim.open_transaction}
+    expected = {
+        c.change_seq: c
+        for c in sim.changes
+        if c.operation == "UPDATE" and c not in sim.open_transaction
+    }
     assert len(ct_updates) == len(expected)
     for row in ct_updates:
         change = expected[row["change_position"]]
         assert row["before_image"] == change.before and row["after_image"] == change.after
         assert sorted(row["changed_columns"]) == sorted(change.changed)
-    kafka_updates = [r for r in log if r["feed"] == "qlik_kafka_demo" and r["operation"] == "UPDATE"]
+    kafka_updates = [
+        r for r in log if r["feed"] == "qlik_kafka_demo" and r["operation"] == "UPDATE"
+    ]
     absent = [r for r in kafka_updates if expected[r["change_position"]].absent]
     assert absent and all("NOTE" not in r["after_image"] for r in absent)
     typed = read_mart(lake, "qlik_ct_demo__sales__order_lines")
@@ -76,7 +84,9 @@ def test_rerun_changes_nothing_and_an_appended_file_adds_exactly_its_changes(ora
     sim, project, landing, lake, _first = oracle_run
     before_log, before_state = read_mart(lake, "change_log"), _state(lake)
     cdc(project, "run", landing=landing, lake=lake)
-    assert sorted(r["change_id"] for r in read_mart(lake, "change_log")) == sorted(r["change_id"] for r in before_log)
+    assert sorted(r["change_id"] for r in read_mart(lake, "change_log")) == sorted(
+        r["change_id"] for r in before_log
+    )
     assert _state(lake) == before_state
     new_file = landing / "qlik_ct_demo" / "SALES.ORDER_LINES__ct" / "20990101-000000000.csv"
     header = "header__change_seq,header__change_oper,header__change_mask,header__stream_position,header__operation,header__transaction_id,header__timestamp,"
@@ -89,11 +99,18 @@ def test_rerun_changes_nothing_and_an_appended_file_adds_exactly_its_changes(ora
     assert added == {"qlik_ct_demo:20990101000000000000000000000999999"}
     new_state = _state(lake)["qlik_ct_demo"][("SALES", "ORDER_LINES")]
     assert new_state['["4242","1"]'] == {
-        "ORDER_ID": "4242", "LINE_NO": "1", "PRODUCT": "extra", "QUANTITY": "2", "UNIT_PRICE": "9.500",
-        "NOTE": None, "SHIPPED_DATE": "2099-01-02",
+        "ORDER_ID": "4242",
+        "LINE_NO": "1",
+        "PRODUCT": "extra",
+        "QUANTITY": "2",
+        "UNIT_PRICE": "9.500",
+        "NOTE": None,
+        "SHIPPED_DATE": "2099-01-02",
     }
     manifest = read_mart(lake, "ingested_files")
-    assert [m["source_file"] for m in manifest].count("qlik_ct_demo/SALES.ORDER_LINES__ct/20990101-000000000.csv") == 1
+    assert [m["source_file"] for m in manifest].count(
+        "qlik_ct_demo/SALES.ORDER_LINES__ct/20990101-000000000.csv"
+    ) == 1
 
 
 SAMPLE_FEEDS = """  cdc_feeds:
@@ -107,12 +124,25 @@ SAMPLE_FEEDS = """  cdc_feeds:
         topic_tables:
           item_master_update_16_columns: SAPTM.ITEM_MASTER
           employees_salaries_md_and_refresh: employees.salaries
-          bad-0-00000000000000000000: employees.salaries
+          bad: employees.salaries
 """
 ITEM_MASTER_COLUMNS = [
-    "item_no", "mfg_div_cd", "phys_loc_cd", "plnr_cd", "inv_class_cd", "use_um_cd", "byr_cd", "item_desc",
-    "itm_aut_ord_fct", "itm_ord_mod_cd", "itm_whs_ctl_cd", "itm_aut_ord_cd", "gnr_pt_no_ind", "div_adr_no",
-    "ems_rel_cd", "load_date_time",
+    "item_no",
+    "mfg_div_cd",
+    "phys_loc_cd",
+    "plnr_cd",
+    "inv_class_cd",
+    "use_um_cd",
+    "byr_cd",
+    "item_desc",
+    "itm_aut_ord_fct",
+    "itm_ord_mod_cd",
+    "itm_whs_ctl_cd",
+    "itm_aut_ord_cd",
+    "gnr_pt_no_ind",
+    "div_adr_no",
+    "ems_rel_cd",
+    "load_date_time",
 ]
 
 
@@ -131,7 +161,11 @@ def test_real_samples_through_stage_scaffold_and_run_with_bad_input(tmp_path, sa
         '20210915031234320000000000000000044,I,2021-10-08 16:12:33.320000,8,"Sample 8",2021-12-01 11:20:30,2021-12-01 11:20:31\n',
         encoding="utf-8",
     )
-    md_line = (samples / "qlik_kafka" / "employees_salaries_md_and_refresh.jsonl").read_bytes().splitlines()[0]
+    md_line = (
+        (samples / "qlik_kafka" / "employees_salaries_md_and_refresh.jsonl")
+        .read_bytes()
+        .splitlines()[0]
+    )
     bad_json = (
         b'{"magic": "atMSG", "type": "DT", "headers": null, "messageSchemaId": null, "messageSchema": null, "message": '
         b'{"data": {"emp_no": 1, "salary": 10, "from_date": "2000-01-01", "to_date": "2001-01-01"}, "beforeData": null, '
@@ -143,29 +177,69 @@ def test_real_samples_through_stage_scaffold_and_run_with_bad_input(tmp_path, sa
         b'"headers": {"operation": "INSERT", "changeSequence": "20240101000000000000000000000000002", "timestamp": "2024-01-01T00:00:00", '
         b'"streamPosition": "", "transactionId": "AB", "changeMask": "0F", "columnMask": "0F"}}}\n'
     )
-    (landing / "qlik_kafka" / "bad-0-00000000000000000000.jsonl").write_bytes(md_line + b"\n" + bad_json)
-    envelope = b"atMSG\x04DT\x00\x02\x40" + b"94345778F0A920B9F6634C541177EBB2" + b"\x00" + b"\x06" + b"\x02\x90\xe2"
-    (landing / "qlik_kafka" / "bad-0-00000000000000000005.lpv").write_bytes(len(envelope).to_bytes(4, "big") + envelope)
+    (landing / "qlik_kafka" / "bad-0-00000000000000000000.jsonl").write_bytes(
+        md_line + b"\n" + bad_json
+    )
+    envelope = (
+        b"atMSG\x04DT\x00\x02\x40"
+        + b"94345778F0A920B9F6634C541177EBB2"
+        + b"\x00"
+        + b"\x06"
+        + b"\x02\x90\xe2"
+    )
+    (landing / "qlik_kafka" / "bad-0-00000000000000000005.lpv").write_bytes(
+        len(envelope).to_bytes(4, "big") + envelope
+    )
 
+    # item_master's dumps carry no metadata: its columns are declared in the catalog first.
+    item_master = [
+        {
+            "feed": "samples_kafka",
+            "source_schema": "SAPTM",
+            "source_table": "ITEM_MASTER",
+            "column_name": name,
+            "ordinal": i,
+            "source_type": "DATETIME" if name == "load_date_time" else "STRING",
+            "length": "",
+            "precision": "",
+            "scale": "",
+            "primary_key_position": 1 if name == "item_no" else 0,
+            "nullable": "true",
+            "spark_type": "timestamp" if name == "load_date_time" else "string",
+        }
+        for i, name in enumerate(ITEM_MASTER_COLUMNS, start=1)
+    ]
+    write_seeds(
+        project,
+        item_master,
+        [
+            {
+                "feed": "samples_kafka",
+                "source_schema": "SAPTM",
+                "source_table": "ITEM_MASTER",
+                "table_identifier": "item_master_update_16_columns",
+            }
+        ],
+    )
     cdc(project, "stage", landing=landing, lake=lake)
     cdc(project, "scaffold", landing=landing, lake=lake)
     columns = list(csv.DictReader((project / "seeds" / "cdc_columns.csv").open(encoding="utf-8")))
     salaries = {c["column_name"]: c for c in columns if c["source_table"] == "salaries"}
-    assert {k: v["primary_key_position"] for k, v in salaries.items()} == {"emp_no": "1", "salary": "0", "from_date": "2", "to_date": "0"}
+    assert {k: v["primary_key_position"] for k, v in salaries.items()} == {
+        "emp_no": "1",
+        "salary": "0",
+        "from_date": "2",
+        "to_date": "0",
+    }
     assert salaries["from_date"]["spark_type"] == "date"
-    # The .dfm declares no key for EDW.SAMPLE, and item_master has no metadata: add them by hand.
+    assert (
+        project / "models" / "marts" / "tables" / "samples_kafka__employees__salaries.sql"
+    ).is_file()
+    # The .dfm declares no key for EDW.SAMPLE: the analytics engineer sets it.
     for c in columns:
         if c["source_table"] == "SAMPLE" and c["column_name"] == "SAMPLE_ID":
             c["primary_key_position"] = "1"
-    for i, name in enumerate(ITEM_MASTER_COLUMNS, start=1):
-        columns.append({"feed": "samples_kafka", "source_schema": "SAPTM", "source_table": "ITEM_MASTER", "column_name": name,
-                        "ordinal": i, "source_type": "DATETIME" if name == "load_date_time" else "STRING", "length": "",
-                        "precision": "", "scale": "", "primary_key_position": 1 if name == "item_no" else 0,
-                        "nullable": "true", "spark_type": "timestamp" if name == "load_date_time" else "string"})
     tables = list(csv.DictReader((project / "seeds" / "cdc_tables.csv").open(encoding="utf-8")))
-    tables.append({"feed": "samples_kafka", "source_schema": "SAPTM", "source_table": "ITEM_MASTER", "table_identifier": ""})
-    from tests.spark_project import write_seeds
-
     write_seeds(project, columns, tables)
     proc = cdc(project, "run", landing=landing, lake=lake)
     assert proc.returncode == 0
@@ -179,16 +253,33 @@ def test_real_samples_through_stage_scaffold_and_run_with_bad_input(tmp_path, sa
     assert log["samples_ct:20210915031231320000000000000000041"]["operation"] == "INSERT"
     item = log["samples_kafka:20230321213416580000000000000000017"]
     assert sorted(item["changed_columns"]) == ["item_desc", "load_date_time"]
-    assert len(item["after_image"]) == 16 and item["after_image"]["load_date_time"] == "2023-03-21 14:34:21"
+    assert (
+        len(item["after_image"]) == 16
+        and item["after_image"]["load_date_time"] == "2023-03-21 14:34:21"
+    )
     assert item["before_image"]["load_date_time"] is None
     loads = [r for r in log.values() if r["operation"] == "LOAD"]
-    assert [(r["source_table"], r["primary_key"]) for r in loads] == [("salaries", '["14472","1993-11-25"]')]
+    assert [(r["source_table"], r["primary_key"]) for r in loads] == [
+        ("salaries", '["14472","1993-11-25"]')
+    ]
 
-    state = {(r["feed"], r["source_table"], r["primary_key"]): r["row"] for r in read_mart(lake, "current_state")}
-    assert state[("samples_ct", "SAMPLE", '["4"]')]["EDW_UPDATED_DTM"] == "2021-12-01 11:20:31.444444"
+    state = {
+        (r["feed"], r["source_table"], r["primary_key"]): r["row"]
+        for r in read_mart(lake, "current_state")
+    }
+    assert (
+        state[("samples_ct", "SAMPLE", '["4"]')]["EDW_UPDATED_DTM"] == "2021-12-01 11:20:31.444444"
+    )
     assert state[("samples_kafka", "salaries", '["14472","1993-11-25"]')] == {
-        "emp_no": "14472", "salary": "49592", "from_date": "1993-11-25", "to_date": "1994-11-25"}
-    assert state[("samples_kafka", "ITEM_MASTER", '["AAL614"]')]["item_desc"] == "RIVET 3/16 POPR FENDER"
+        "emp_no": "14472",
+        "salary": "49592",
+        "from_date": "1993-11-25",
+        "to_date": "1994-11-25",
+    }
+    assert (
+        state[("samples_kafka", "ITEM_MASTER", '["AAL614"]')]["item_desc"]
+        == "RIVET 3/16 POPR FENDER"
+    )
     # the valid rows around the bad ones landed
     assert ("samples_ct", "SAMPLE", '["6"]') in state and ("samples_ct", "SAMPLE", '["8"]') in state
     assert ("samples_kafka", "salaries", '["2","2000-01-01"]') in state
@@ -199,7 +290,17 @@ def test_real_samples_through_stage_scaffold_and_run_with_bad_input(tmp_path, sa
         ("qlik_kafka/bad-0-00000000000000000000.jsonl", "invalid_json"),
         ("qlik_kafka/bad-0-00000000000000000005.lpv", "avro_decode_error"),
     }
-    assert rejects[("qlik_kafka/bad-0-00000000000000000000.jsonl", "invalid_json")]["record_index"] == 3
-    assert rejects[("qlik_ct/EDW.SAMPLE__ct/20211201-130000000.csv", "wrong_field_count")]["record_offset"] > 0
-    assert "4 reject(s) this batch" not in proc.stdout  # the rejects were staged by the earlier `cdc stage`
+    assert (
+        rejects[("qlik_kafka/bad-0-00000000000000000000.jsonl", "invalid_json")]["record_index"]
+        == 3
+    )
+    assert (
+        rejects[("qlik_ct/EDW.SAMPLE__ct/20211201-130000000.csv", "wrong_field_count")][
+            "record_offset"
+        ]
+        > 0
+    )
+    assert (
+        "4 reject(s) this batch" not in proc.stdout
+    )  # the rejects were staged by the earlier `cdc stage`
     assert "│ samples_kafka" in proc.stdout
