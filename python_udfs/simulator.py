@@ -328,8 +328,10 @@ def simulate(seed: int = 7, load_rows: int = 12, transactions: int = 40) -> Simu
 
 
 def catalog_rows(feeds: Mapping[str, str]) -> tuple[list[dict], list[dict]]:
-    """Return ``(cdc_columns rows, cdc_tables rows)`` of the simulated tables for the feeds
-    ``{feed name: format}``; Kafka tables get their topic as ``table_identifier``."""
+    """Return ``(cdc_columns rows, cdc_tables rows)`` of the simulated tables.
+
+    ``feeds`` maps feed name to format; Kafka tables get their topic as ``table_identifier``.
+    """
     columns, tables = [], []
     for feed, fmt in feeds.items():
         for table in TABLES:
@@ -640,7 +642,7 @@ def _avro_field_type(col: SimColumn):
 
 
 def data_schema(table: SimTable) -> dict:
-    """The Avro ``DataRecord`` schema of a table, as Replicate's MD ``dataSchema`` declares it."""
+    """Return the Avro ``DataRecord`` schema of a table, as Replicate's MD ``dataSchema`` declares it."""
     data_fields = [{"name": c.name, "type": ["null", _avro_field_type(c)]} for c in table.columns]
     return {
         "type": "record",

@@ -153,7 +153,7 @@ def arrow_schema(table: str) -> pa.Schema:
 
 
 def decoded_schema() -> pa.Schema:
-    """Schema of the decode pass output: ``kind`` plus one nullable struct per raw table."""
+    """Return the decode pass's schema: ``kind`` plus one nullable struct per raw table."""
     return pa.schema([("kind", STR)] + [(k, pa.struct(RAW_TABLES[k])) for k in KINDS])
 
 

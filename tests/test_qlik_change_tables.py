@@ -120,9 +120,9 @@ def test_bad_records_become_rejects_and_neighbours_still_land():
 
 def test_unterminated_quote_rejects_to_end_of_file_and_unmatched_before_image():
     data = (
-        '20240105101500120000000000000000520,B,,,BEFOREIMAGE,,2024-01-05 10:15:00,7,"Ann","Seattle"\n'
-        '20240105101500120000000000000000521,I,,,INSERT,,2024-01-05 10:15:00,7,"Ann","Sea\n'
-    ).encode()
+        b'20240105101500120000000000000000520,B,,,BEFOREIMAGE,,2024-01-05 10:15:00,7,"Ann","Seattle"\n'
+        b'20240105101500120000000000000000521,I,,,INSERT,,2024-01-05 10:15:00,7,"Ann","Sea\n'
+    )
     result = decode_change_table_file(data, file_name="S.T__ct/x.csv", sidecar=PAIRING_DFM)
     assert result.rows == []
     assert sorted(r.reason for r in result.rejects) == [
@@ -134,9 +134,9 @@ def test_unterminated_quote_rejects_to_end_of_file_and_unmatched_before_image():
 
 def test_stray_quote_rejects_only_its_record():
     data = (
-        '20240105101500120000000000000000522,I,,,INSERT,,2024-01-05 10:15:00,7,"Ann,"Sea\n'
-        '20240105101500120000000000000000523,I,,,INSERT,,2024-01-05 10:15:00,8,"Bo","Oslo"\n'
-    ).encode()
+        b'20240105101500120000000000000000522,I,,,INSERT,,2024-01-05 10:15:00,7,"Ann,"Sea\n'
+        b'20240105101500120000000000000000523,I,,,INSERT,,2024-01-05 10:15:00,8,"Bo","Oslo"\n'
+    )
     result = decode_change_table_file(data, file_name="S.T__ct/x.csv", sidecar=PAIRING_DFM)
     assert [r.reason for r in result.rejects] == ["bad_quoting"]
     assert [r["data"]["ID"] for r in result.rows] == ["8"]
