@@ -37,7 +37,7 @@ TYPED_MODELS_DIR = Path("models") / "marts" / "tables"
 def _console():
     from rich.console import Console
 
-    return Console(highlight=False)
+    return Console(highlight=False, soft_wrap=True)
 
 
 def _parse_vars(text: str | None) -> dict[str, Any]:

@@ -6,21 +6,89 @@
 with
 
 bit_vectors as (
-    select * from values
-    ('008080', 7, 'lsb_last_hex', true),
-    ('008080', 15, 'lsb_last_hex', true),
-    ('008080', 8, 'lsb_last_hex', false),
-    ('008080', 23, 'lsb_last_hex', false),
-    ('008080', 15, 'lsb_first_byte', true),
-    ('008080', 23, 'lsb_first_byte', true),
-    ('008080', 7, 'lsb_first_byte', false),
-    ('0B', 0, 'lsb_last_hex', true),
-    ('0B', 2, 'lsb_last_hex', false),
-    ('0B', 3, 'lsb_last_hex', true),
-    ('3A70', 9, 'lsb_last_hex', true),
-    ('3A70', 10, 'lsb_last_hex', false),
-    ('3A70', 13, 'lsb_last_hex', true),
-    ('', 0, 'lsb_last_hex', false) as vectors (mask_hex, bit_index, bit_order, is_set)
+    select
+        '008080' as mask_hex,
+        7 as bit_index,
+        'lsb_last_hex' as bit_order,
+        true as is_set
+    union all
+    select
+        '008080' as mask_hex,
+        15 as bit_index,
+        'lsb_last_hex' as bit_order,
+        true as is_set
+    union all
+    select
+        '008080' as mask_hex,
+        8 as bit_index,
+        'lsb_last_hex' as bit_order,
+        false as is_set
+    union all
+    select
+        '008080' as mask_hex,
+        23 as bit_index,
+        'lsb_last_hex' as bit_order,
+        false as is_set
+    union all
+    select
+        '008080' as mask_hex,
+        15 as bit_index,
+        'lsb_first_byte' as bit_order,
+        true as is_set
+    union all
+    select
+        '008080' as mask_hex,
+        23 as bit_index,
+        'lsb_first_byte' as bit_order,
+        true as is_set
+    union all
+    select
+        '008080' as mask_hex,
+        7 as bit_index,
+        'lsb_first_byte' as bit_order,
+        false as is_set
+    union all
+    select
+        '0B' as mask_hex,
+        0 as bit_index,
+        'lsb_last_hex' as bit_order,
+        true as is_set
+    union all
+    select
+        '0B' as mask_hex,
+        2 as bit_index,
+        'lsb_last_hex' as bit_order,
+        false as is_set
+    union all
+    select
+        '0B' as mask_hex,
+        3 as bit_index,
+        'lsb_last_hex' as bit_order,
+        true as is_set
+    union all
+    select
+        '3A70' as mask_hex,
+        9 as bit_index,
+        'lsb_last_hex' as bit_order,
+        true as is_set
+    union all
+    select
+        '3A70' as mask_hex,
+        10 as bit_index,
+        'lsb_last_hex' as bit_order,
+        false as is_set
+    union all
+    select
+        '3A70' as mask_hex,
+        13 as bit_index,
+        'lsb_last_hex' as bit_order,
+        true as is_set
+    union all
+    select
+        '' as mask_hex,
+        0 as bit_index,
+        'lsb_last_hex' as bit_order,
+        false as is_set
 ),
 
 bit_results as (
@@ -41,14 +109,14 @@ column_vectors as (
         array('CITY') as expected_columns
     union all
     select
-        '008080',
+        '008080' as mask_hex,
         array(
             'item_no', 'mfg_div_cd', 'phys_loc_cd', 'plnr_cd', 'inv_class_cd', 'use_um_cd', 'byr_cd', 'item_desc',
             'itm_aut_ord_fct', 'itm_ord_mod_cd', 'itm_whs_ctl_cd', 'itm_aut_ord_cd', 'gnr_pt_no_ind', 'div_adr_no',
             'ems_rel_cd', 'load_date_time'
-        ),
-        0,
-        array('item_desc', 'load_date_time')
+        ) as column_names,
+        0 as first_bit,
+        array('item_desc', 'load_date_time') as expected_columns
 ),
 
 column_results as (

@@ -1,0 +1,65 @@
+import pytest
+
+from python_udfs.cli import main
+from tests.spark_project import make_project, write_seeds
+
+
+@pytest.fixture
+def project(tmp_path):
+    return make_project(tmp_path)
+
+
+def _set_feeds(project, text):
+    path = project / "dbt_project.yml"
+    body = path.read_text(encoding="utf-8")
+    start, end = body.index("  cdc_feeds:"), body.index("\nmodels:")
+    path.write_text(body[:start] + text + body[end:], encoding="utf-8")
+
+
+def _run(project, monkeypatch, tmp_path, capsys, *args):
+    monkeypatch.setenv("CDC_LANDING_ROOT", str(tmp_path / "landing"))
+    monkeypatch.setenv("CDC_LAKE_ROOT", str(tmp_path / "lake"))
+    code = main(["--project-dir", str(project), *args])
+    return code, capsys.readouterr().err
+
+
+def test_unknown_format_names_the_file_and_the_fix(project, monkeypatch, tmp_path, capsys):
+    _set_feeds(project, "  cdc_feeds:\n    f1: {format: qlik_csv, path: f1}\n")
+    code, err = _run(project, monkeypatch, tmp_path, capsys, "stage")
+    assert code == 2
+    assert "dbt_project.yml: vars.cdc_feeds.f1: unknown format 'qlik_csv'" in err
+    assert "qlik_change_tables, qlik_kafka" in err
+    assert err.count("\n") == 1  # one message, no traceback
+
+
+def test_missing_landing_folder(project, monkeypatch, tmp_path, capsys):
+    code, err = _run(project, monkeypatch, tmp_path, capsys, "stage")
+    assert (
+        code == 2 and "landing folder" in err and "qlik_ct_demo" in err and "does not exist" in err
+    )
+
+
+def test_table_without_columns_names_the_seed(project, monkeypatch, tmp_path, capsys):
+    write_seeds(
+        project,
+        [],
+        [{"feed": "f", "source_schema": "S", "source_table": "T", "table_identifier": ""}],
+    )
+    (tmp_path / "landing" / "qlik_ct_demo").mkdir(parents=True)
+    (tmp_path / "landing" / "qlik_kafka_demo").mkdir(parents=True)
+    code, err = _run(project, monkeypatch, tmp_path, capsys, "stage")
+    assert (
+        code == 2
+        and "cdc_tables.csv:2: table S.T of feed f has no columns" in err
+        and "cdc_columns.csv" in err
+    )
+
+
+def test_seed_with_wrong_header(project, monkeypatch, tmp_path, capsys):
+    (project / "seeds" / "cdc_tables.csv").write_text("feed,schema,table\n", encoding="utf-8")
+    code, err = _run(project, monkeypatch, tmp_path, capsys, "scaffold")
+    assert (
+        code == 2
+        and "cdc_tables.csv: header is" in err
+        and "feed,source_schema,source_table,table_identifier" in err
+    )

@@ -1,0 +1,125 @@
+"""Staging framework on real runs: growing files, pending tails, refused prefixes, the manifest."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.dataset as ds
+import pytest
+
+from tests.spark_project import cdc, make_project, write_seeds
+
+pytestmark = pytest.mark.spark
+
+FEEDS = """  cdc_feeds:
+    k:
+      format: qlik_kafka
+      path: k
+"""
+
+
+def _raw(lake, table):
+    rows = (
+        ds.dataset(str(lake / "raw" / table), format="parquet", partitioning="hive")
+        .to_table()
+        .to_pylist()
+    )
+    return [r for r in rows if r["ingest_batch_id"] != "00000000T000000000000"]
+
+
+def _line(n):
+    message = {
+        "data": {"A": n, "B": f"v{n}"},
+        "beforeData": None,
+        "headers": {
+            "operation": "INSERT",
+            "changeSequence": f"{n:035d}",
+            "timestamp": "2024-01-01T00:00:00",
+            "streamPosition": "",
+            "transactionId": f"{n:032X}",
+            "changeMask": "03",
+            "columnMask": "03",
+        },
+    }
+    return (
+        json.dumps(
+            {
+                "magic": "atMSG",
+                "type": "DT",
+                "headers": None,
+                "messageSchemaId": None,
+                "messageSchema": None,
+                "message": message,
+            }
+        ).encode()
+        + b"\n"
+    )
+
+
+def test_growing_dump_is_read_from_where_the_last_run_stopped_and_a_changed_prefix_is_refused(
+    tmp_path,
+):
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    project = make_project(tmp_path, FEEDS, typed_models=False)
+    columns = [
+        {
+            "feed": "k",
+            "source_schema": "S",
+            "source_table": "T",
+            "column_name": name,
+            "ordinal": i,
+            "source_type": kind,
+            "length": "",
+            "precision": "",
+            "scale": "",
+            "primary_key_position": key,
+            "nullable": "true",
+            "spark_type": "string",
+        }
+        for i, (name, kind, key) in enumerate([("A", "INT4", 1), ("B", "STRING", 0)], start=1)
+    ]
+    write_seeds(
+        project,
+        columns,
+        [{"feed": "k", "source_schema": "S", "source_table": "T", "table_identifier": "t"}],
+    )
+    dump = landing / "k" / "t-0-00000000000000000000.jsonl"
+    dump.parent.mkdir(parents=True)
+    first = _line(1) + _line(2)
+    partial = _line(3)[:40]  # the writer is in the middle of line 3
+    dump.write_bytes(first + partial)
+
+    cdc(project, "stage", landing=landing, lake=lake)
+    (manifest,) = _raw(lake, "raw_ingested_files")
+    assert (manifest["status"], manifest["byte_start"], manifest["byte_end"]) == (
+        "partial",
+        0,
+        len(first),
+    )
+    assert sorted(r["change_sequence"] for r in _raw(lake, "raw_qlik_kafka")) == [
+        f"{1:035d}",
+        f"{2:035d}",
+    ]
+    assert _raw(lake, "raw_rejects") == []
+
+    dump.write_bytes(first + _line(3) + _line(4))  # line 3 completed, line 4 appended
+    cdc(project, "stage", landing=landing, lake=lake)
+    rows = _raw(lake, "raw_qlik_kafka")
+    assert sorted(r["change_sequence"] for r in rows) == [f"{n:035d}" for n in (1, 2, 3, 4)]
+    tail = [m for m in _raw(lake, "raw_ingested_files") if m["byte_start"] == len(first)]
+    assert len(tail) == 1 and tail[0]["status"] == "ingested" and tail[0]["record_index_start"] == 2
+    assert sorted(r["record_index"] for r in rows) == [1, 2, 3, 4]
+
+    cdc(project, "stage", landing=landing, lake=lake)  # nothing new: nothing written
+    assert len(_raw(lake, "raw_ingested_files")) == 2
+
+    dump.write_bytes(
+        _line(9) + first[len(_line(9)) :] + _line(3) + _line(4) + _line(5)
+    )  # history rewritten
+    proc = cdc(project, "stage", landing=landing, lake=lake)
+    assert "REFUSED" in proc.stdout
+    refused = [m for m in _raw(lake, "raw_ingested_files") if m["status"] == "refused"]
+    assert len(refused) == 1
+    (reject,) = _raw(lake, "raw_rejects")
+    assert reject["reason"] == "prefix_changed" and reject["record_offset"] == 0
+    assert len(_raw(lake, "raw_qlik_kafka")) == 4  # nothing from the changed file was ingested
