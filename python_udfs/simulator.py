@@ -226,6 +226,27 @@ def _new_key(rng: random.Random, table: SimTable, used: set[str]) -> tuple:
             return tuple(key)
 
 
+class _KeyPool:
+    """Live keys of a table with O(1) add, remove and seeded random choice."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.index: dict[str, int] = {}
+
+    def add(self, key: str) -> None:
+        self.index[key] = len(self.keys)
+        self.keys.append(key)
+
+    def remove(self, key: str) -> None:
+        i = self.index.pop(key)
+        last = self.keys.pop()
+        if last != key:
+            self.keys[i], self.index[last] = last, i
+
+    def choice(self, rng: random.Random) -> str:
+        return self.keys[rng.randrange(len(self.keys))]
+
+
 def simulate(seed: int = 7, load_rows: int = 12, transactions: int = 40) -> Simulation:
     """Run a seeded workload; return its changes and the final state of every table.
 
@@ -240,12 +261,14 @@ def simulate(seed: int = 7, load_rows: int = 12, transactions: int = 40) -> Simu
     }
     used: dict[tuple[str, str], set[str]] = {(t.schema, t.name): set() for t in TABLES}
     changes: list[SimChange] = []
+    live = {t.name: _KeyPool() for t in TABLES}
     clock = dt.datetime(2024, 3, 1, 8, 0, 0)
     number = 0
     for table in TABLES:
         for _ in range(load_rows):
             row = _new_row(rng, table, _new_key(rng, table, used[(table.schema, table.name)]))
             state[(table.schema, table.name)][primary_key_text(table, row)] = row
+            live[table.name].add(primary_key_text(table, row))
             changes.append(SimChange(table, "LOAD", None, dict(row), [], "", "", clock))
     final = None
     open_txn: list[SimChange] = []
@@ -280,7 +303,7 @@ def simulate(seed: int = 7, load_rows: int = 12, transactions: int = 40) -> Simu
                     clock,
                 )
             elif roll < 0.8:
-                key = rng.choice(sorted(rows))
+                key = live[table.name].choice(rng)
                 before = rows[key]
                 after = dict(before)
                 candidates = [c for c in table.columns if not c.primary_key_position]
@@ -306,7 +329,8 @@ def simulate(seed: int = 7, load_rows: int = 12, transactions: int = 40) -> Simu
                     absent=absent,
                 )
             else:
-                key = rng.choice(sorted(rows))
+                key = live[table.name].choice(rng)
+                live[table.name].remove(key)
                 before = rows.pop(key)
                 change = SimChange(
                     table,
@@ -503,7 +527,8 @@ def _ct_records(
 
 def _write_change_tables(sim: Simulation, folder: Path) -> int:
     written = 0
-    committed = [c for c in sim.changes if c not in sim.open_transaction]
+    open_ids = {id(c) for c in sim.open_transaction}
+    committed = [c for c in sim.changes if id(c) not in open_ids]
     for table in TABLES:
         loads = [c for c in committed if c.table is table and c.operation == "LOAD"]
         cdc = [c for c in committed if c.table is table and c.operation != "LOAD"]
@@ -756,8 +781,8 @@ def _kafka_message(change: SimChange) -> dict:
 def _write_kafka(sim: Simulation, folder: Path) -> int:
     written = 0
     # The open transaction's last event has not been published yet.
-    unpublished = sim.open_transaction[-1:] if sim.open_transaction else []
-    changes = [c for c in sim.changes if c not in unpublished]
+    unpublished = {id(c) for c in sim.open_transaction[-1:]}
+    changes = [c for c in sim.changes if id(c) not in unpublished]
     (folder / "schemas").mkdir(parents=True, exist_ok=True)
     for table in TABLES:
         msgs = [_kafka_message(c) for c in changes if c.table is table]

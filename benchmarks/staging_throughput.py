@@ -1,0 +1,74 @@
+"""Decoder throughput on one core: records/s and MB/s per feed format (not part of the tests).
+
+Writes a simulated workload with the sample-feed simulator, then times the pure-Python decoders
+over every file, as one Spark task would run them. Prints one line per format.
+
+    .venv/bin/python benchmarks/staging_throughput.py [--rows 20000] [--transactions 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from python_udfs import qlik_change_tables, qlik_kafka
+from python_udfs.config import load_project
+from python_udfs.simulator import simulate, write_feed
+from python_udfs.staging import decode_candidate, list_landing_files, sidecar_for
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=20000, help="full-load rows per table")
+    parser.add_argument(
+        "--transactions", type=int, default=20000, help="transactions after the load"
+    )
+    args = parser.parse_args()
+    started = time.perf_counter()
+    sim = simulate(seed=1, load_rows=args.rows, transactions=args.transactions)
+    print(f"simulated {len(sim.changes):,} changes in {time.perf_counter() - started:.1f} s")
+    config = load_project(REPO, check_paths=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        for fmt, feed in (
+            ("qlik_change_tables", "qlik_ct_demo"),
+            ("qlik_kafka", "qlik_kafka_demo"),
+        ):
+            folder = Path(tmp) / feed
+            write_feed(sim, fmt, folder, {})
+            context = {
+                "options": dict(config.feeds[feed].options),
+                "catalog": config.feed_catalog(feed),
+            }
+            if fmt == qlik_kafka.FORMAT:
+                catalog = qlik_kafka.KafkaCatalog()
+                catalog.add_columns([c for cols in context["catalog"].values() for c in cols])
+                context["kafka_catalog"] = catalog
+                context["registry_schemas"] = {1: (folder / "schemas" / "1.avsc").read_text()}
+                context["options"]["topic_tables"] = {"HR.EMPLOYEES": "HR.EMPLOYEES"}
+            files = list(list_landing_files(folder))
+            size = sum(p.stat().st_size for p in files)
+            rows = rejects = 0
+            t0 = time.perf_counter()
+            for path in files:
+                data = path.read_bytes()
+                if fmt == qlik_kafka.FORMAT:
+                    catalog.add_columns(qlik_kafka.scan_metadata(data, file_name=path.name))
+                sidecar = sidecar_for(path) if fmt == qlik_change_tables.FORMAT else None
+                result = decode_candidate(
+                    fmt, data, path.relative_to(folder).as_posix(), 0, 0, sidecar, context
+                )
+                rows += len(result.rows)
+                rejects += len(result.rejects)
+            seconds = time.perf_counter() - t0
+            print(
+                f"{fmt:20s} {len(files):3d} files {size / 1e6:8.1f} MB {rows:9,d} records {rejects} rejects "
+                f"{seconds:7.2f} s  {rows / seconds:9,.0f} records/s  {size / 1e6 / seconds:6.2f} MB/s (one core)"
+            )
+
+
+if __name__ == "__main__":
+    main()
