@@ -304,3 +304,51 @@ def test_real_samples_through_stage_scaffold_and_run_with_bad_input(tmp_path, sa
         "4 reject(s) this batch" not in proc.stdout
     )  # the rejects were staged by the earlier `cdc stage`
     assert "│ samples_kafka" in proc.stdout
+
+
+def test_dbt_docs_generate_documents_every_mart_model_and_column(oracle_run):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    _sim, project, landing, lake, _first = oracle_run
+    env = {**os.environ, "CDC_LAKE_ROOT": str(lake), "CDC_LANDING_ROOT": str(landing)}
+    dbt = Path(sys.executable).parent / "dbt"
+    proc = subprocess.run(
+        [
+            str(dbt),
+            "docs",
+            "generate",
+            "--project-dir",
+            str(project),
+            "--profiles-dir",
+            str(project),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=project,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    manifest = json.loads((project / "target" / "manifest.json").read_text())
+    catalog = json.loads((project / "target" / "catalog.json").read_text())
+    marts = {
+        k: n
+        for k, n in manifest["nodes"].items()
+        if n["resource_type"] == "model" and n["path"].startswith("marts")
+    }
+    assert len(marts) >= 11
+    missing = []
+    for key, node in marts.items():
+        if not node["description"].strip():
+            missing.append(node["name"])
+        documented = {
+            c.lower() for c, spec in node["columns"].items() if spec["description"].strip()
+        }
+        for column in catalog["nodes"][key]["columns"]:
+            if column.lower() not in documented:
+                missing.append(f"{node['name']}.{column}")
+    assert missing == []
