@@ -202,21 +202,16 @@ def scaffold(config: ProjectConfig, log=print) -> int:
     spark = get_spark(config.lake_root)
     stager = Stager(spark, config, log)
     stager.ensure_tables()
-    batches = stager.committed_batches()
     seeds = config.project_dir / "seeds"
     columns_path, tables_path = seeds / "cdc_columns.csv", seeds / "cdc_tables.csv"
     known = {(f, s, t) for (f, s, t) in config.catalog}
-    rows = (
-        stager._read("raw_metadata")
-        .where(f"ingest_batch_id in ({','.join(repr(b) for b in batches) or 'null'})")
-        .collect()
-    )
+    rows = stager.metadata_rows(stager.committed_batches())
     latest: dict[tuple[str, str, str], dict[str, dict]] = {}
-    for r in sorted(rows, key=lambda r: (r.table_version or 0, r.ingest_batch_id)):
-        key = (r.feed, r.source_schema, r.source_table)
-        if key in known or r.column_name.startswith("header__"):
+    for r in sorted(rows, key=lambda r: (r["table_version"] or 0, r["ingest_batch_id"])):
+        key = (r["feed"], r["source_schema"], r["source_table"])
+        if key in known or r["column_name"].startswith("header__"):
             continue
-        latest.setdefault(key, {})[r.column_name] = r.asDict()
+        latest.setdefault(key, {})[r["column_name"]] = r
     new_columns, new_tables = [], []
     for key, cols in sorted(latest.items()):
         ordered = sorted(cols.values(), key=lambda c: c["ordinal"])

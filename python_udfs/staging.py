@@ -380,7 +380,7 @@ def make_decode_udf(contexts: Mapping[str, Mapping[str, Any]]) -> Callable:
     return decode_batches
 
 
-def make_metadata_udf(contexts: Mapping[str, Mapping[str, Any]]) -> Callable:
+def make_metadata_udf() -> Callable:
     """Return the ``mapInArrow`` function of the Kafka metadata pass (MD columns only)."""
     schema = pa.schema(RAW_TABLES["raw_metadata"])
 
@@ -427,10 +427,11 @@ class Stager:
 
     def committed_batches(self) -> set[str]:
         """Return the ids of batches whose manifest rows were written (committed batches)."""
-        rows = self._read("raw_ingested_files").select("ingest_batch_id").distinct().collect()
+        rows = self.read_table("raw_ingested_files").select("ingest_batch_id").distinct().collect()
         return {r.ingest_batch_id for r in rows}
 
-    def _read(self, table: str):
+    def read_table(self, table: str):
+        """Return a raw table as a DataFrame read from its parquet folder (all batches)."""
         return self.spark.read.option("mergeSchema", "false").parquet(str(self._table_path(table)))
 
     def manifest(self) -> dict[tuple[str, str], dict[str, Any]]:
@@ -438,7 +439,9 @@ class Stager:
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        df = self._read("raw_ingested_files").where(F.col("ingest_batch_id") != SCHEMA_PARTITION)
+        df = self.read_table("raw_ingested_files").where(
+            F.col("ingest_batch_id") != SCHEMA_PARTITION
+        )
         df = df.withColumn("mtime_us", F.unix_micros("modification_time"))
         latest = (
             df.withColumn(
@@ -454,19 +457,20 @@ class Stager:
         )
         return {(r.feed, r.source_file): r.asDict() for r in latest}
 
-    def known_metadata(self, batches: set[str]) -> list[tuple[MetadataColumn, str]]:
-        """Return ``(column, feed)`` for the MD columns of committed batches (Kafka resolution)."""
+    def metadata_rows(self, batches: set[str]) -> list[dict[str, Any]]:
+        """Return the ``raw_metadata`` rows of committed batches as dicts."""
         from pyspark.sql import functions as F
 
-        rows = (
-            self._read("raw_metadata")
-            .where(
-                F.col("ingest_batch_id").isin(list(batches))
-                & (F.col("metadata_source") == "kafka_md")
-            )
-            .collect()
-        )
-        return [(_metadata_from_row(r.asDict()), r.feed) for r in rows]
+        df = self.read_table("raw_metadata").where(F.col("ingest_batch_id").isin(list(batches)))
+        return [r.asDict() for r in df.collect()]
+
+    def known_metadata(self, batches: set[str]) -> list[tuple[MetadataColumn, str]]:
+        """Return ``(column, feed)`` for the MD columns of committed batches (Kafka resolution)."""
+        return [
+            (_metadata_from_row(r), r["feed"])
+            for r in self.metadata_rows(batches)
+            if r["metadata_source"] == "kafka_md"
+        ]
 
     # -- planning -------------------------------------------------------------------------
     def plan(
@@ -605,7 +609,7 @@ class Stager:
             meta_rows = (
                 joined.where(F.col("format") == qlik_kafka.FORMAT)
                 .mapInArrow(
-                    make_metadata_udf({}), from_arrow_schema(pa.schema(RAW_TABLES["raw_metadata"]))
+                    make_metadata_udf(), from_arrow_schema(pa.schema(RAW_TABLES["raw_metadata"]))
                 )
                 .collect()
             )
