@@ -53,7 +53,8 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "escape_char": "",
 }
 
-HEADER_FIELDS = (
+#: The default set of header columns, in order (a task may configure fewer).
+DEFAULT_HEADER_FIELDS = (
     "change_seq",
     "change_oper",
     "change_mask",
@@ -61,8 +62,9 @@ HEADER_FIELDS = (
     "operation",
     "transaction_id",
     "timestamp",
-    "partition_name",
 )
+#: Every header column the decoder knows: the defaults plus ``partition_name``.
+HEADER_FIELDS = (*DEFAULT_HEADER_FIELDS, "partition_name")
 _OPERATIONS = {"I": "INSERT", "U": "UPDATE", "D": "DELETE", "B": "BEFOREIMAGE"}
 _CHANGE_SEQ_RE = re.compile(r"\d{35}")
 _LOAD_NAME_RE = re.compile(r"LOAD(?:_\d+)?_?\d+\.", re.IGNORECASE)

@@ -36,17 +36,10 @@ from typing import Any
 
 import fastavro
 
+from python_udfs.qlik_change_tables import DEFAULT_HEADER_FIELDS
 from python_udfs.qlik_kafka import ENVELOPE_SCHEMA, METADATA_SCHEMA
 
-HEADERS = [
-    "change_seq",
-    "change_oper",
-    "change_mask",
-    "stream_position",
-    "operation",
-    "transaction_id",
-    "timestamp",
-]
+HEADERS = DEFAULT_HEADER_FIELDS
 NAMES = [
     "Ann",
     "Björn",

@@ -1,5 +1,9 @@
 from python_udfs.canonical import mask_set_bits
-from python_udfs.qlik_change_tables import decode_change_table_file, table_from_path
+from python_udfs.qlik_change_tables import (
+    DEFAULT_HEADER_FIELDS,
+    decode_change_table_file,
+    table_from_path,
+)
 from python_udfs.records import MetadataColumn
 
 SAMPLE = "qlik_ct/EDW.SAMPLE__ct/20211201-122433444"
@@ -59,17 +63,7 @@ def _dfm(columns):
     return json.dumps({"dataInfo": {"sourceSchema": "S", "sourceTable": "T", "columns": cols}})
 
 
-HEADERS7 = [
-    (f"header__{h}", "STRING", 0, 0)
-    for h in (
-        "change_seq",
-        "change_oper",
-        "change_mask",
-        "stream_position",
-        "operation",
-        "transaction_id",
-    )
-]
+HEADERS7 = [(f"header__{h}", "STRING", 0, 0) for h in DEFAULT_HEADER_FIELDS[:-1]]
 HEADERS7.append(("header__timestamp", "DATETIME", 0, 0))
 PAIRING_DFM = _dfm(
     HEADERS7 + [("ID", "INT4", 0, 1), ("NAME", "STRING", 0, 0), ("CITY", "STRING", 0, 0)]
