@@ -165,7 +165,6 @@ class Candidate:
     format: str
     path: str
     source_file: str
-    file_size: int
     modification_time: dt.datetime
     start: int
     start_index: int
@@ -509,7 +508,6 @@ class Stager:
                         feed.format,
                         str(path.resolve()),
                         rel,
-                        stat.st_size,
                         mtime,
                         start,
                         start_index,
@@ -567,7 +565,6 @@ class Stager:
                 ("format", STR),
                 ("path", STR),
                 ("source_file", STR),
-                ("file_size", I64),
                 ("modification_time", TS),
                 ("start", I64),
                 ("start_index", I64),
@@ -587,24 +584,11 @@ class Stager:
         parallelism = max(1, min(len(candidates), spark.sparkContext.defaultParallelism * 2))
         joined = (
             cand_df.join(files, "path", "inner")
-            .drop("file_size")
-            .withColumnRenamed("path", "uri")
-            .repartition(parallelism, "uri")
+            .drop("path")
+            .repartition(parallelism, "source_file")
         )
-        joined = joined.select(
-            "feed",
-            "format",
-            "source_file",
-            "modification_time",
-            "start",
-            "start_index",
-            "expected_prefix_sha256",
-            "sidecar",
-            "content",
-        )
-        kafka_feeds = [f for f in self.config.feeds.values() if f.format == qlik_kafka.FORMAT]
         kafka_metadata: list[tuple[MetadataColumn, str]] = []
-        if kafka_feeds and any(c.format == qlik_kafka.FORMAT for c in candidates):
+        if any(c.format == qlik_kafka.FORMAT for c in candidates):
             known = self.known_metadata(committed)
             meta_rows = (
                 joined.where(F.col("format") == qlik_kafka.FORMAT)
