@@ -107,10 +107,6 @@ def run(
     return summary, ok
 
 
-def _count(spark, sql: str) -> int:
-    return spark.sql(sql).collect()[0][0]
-
-
 def print_summary(config: ProjectConfig, summary, elapsed: float) -> None:
     """Print files, changes, tables, rejects and elapsed time of a run (from the built marts)."""
     from rich.table import Table
@@ -122,32 +118,19 @@ def print_summary(config: ProjectConfig, summary, elapsed: float) -> None:
     table = Table(title="cdc_changelog: what this run built")
     for col in ("feed", "files", "changes", "pending", "tables", "live rows", "rejects"):
         table.add_column(col, justify="right" if col != "feed" else "left")
-    files = dict(
-        spark.sql(
-            f"select feed, count(distinct source_file) from {schema}.ingested_files group by feed"
-        ).collect()
-    )
-    changes = dict(
-        spark.sql(f"select feed, count(*) from {schema}.change_log group by feed").collect()
-    )
-    pending = dict(
-        spark.sql(f"select feed, count(*) from {schema}.pending_changes group by feed").collect()
-    )
-    tables = dict(
-        spark.sql(
-            f"select feed, count(distinct source_schema, source_table) from {schema}.current_state group by feed"
-        ).collect()
-    )
-    rows = dict(
-        spark.sql(f"select feed, count(*) from {schema}.current_state group by feed").collect()
-    )
-    rejects = dict(
-        spark.sql(f"select feed, count(*) from {schema}.ingest_rejects group by feed").collect()
-    )
-    for feed in config.feeds:
-        table.add_row(
-            feed, *(str(d.get(feed, 0)) for d in (files, changes, pending, tables, rows, rejects))
+    counts = [
+        dict(spark.sql(f"select feed, {measure} from {schema}.{mart} group by feed").collect())
+        for mart, measure in (
+            ("ingested_files", "count(distinct source_file)"),
+            ("change_log", "count(*)"),
+            ("pending_changes", "count(*)"),
+            ("current_state", "count(distinct source_schema, source_table)"),
+            ("current_state", "count(*)"),
+            ("ingest_rejects", "count(*)"),
         )
+    ]
+    for feed in config.feeds:
+        table.add_row(feed, *(str(d.get(feed, 0)) for d in counts))
     console = _console()
     console.print(table)
     typed = spark.sql(f"show tables in {schema}").collect()

@@ -3,39 +3,31 @@
 with
 
 changes as (
-    select * from {{ ref('int_changes_keyed') }}
-),
-
-transactions as (
-    select * from {{ ref('int_transactions_grouped') }}
+    select * from {{ ref('int_changes_transaction_flagged') }}
 ),
 
 committed_changes as (
     select
-        changes.change_id,
-        changes.feed,
-        changes.source_schema,
-        changes.source_table,
-        changes.change_position,
-        changes.operation,
-        changes.transaction_id,
-        changes.primary_key,
-        changes.transaction_sequence,
-        changes.before_image,
-        changes.after_image,
-        changes.changed_columns,
-        changes.is_in_catalog,
-        changes.committed_at,
-        changes.source_file,
-        changes.record_offset,
-        changes.record_index,
-        changes.ingest_batch_id
+        change_id,
+        feed,
+        source_schema,
+        source_table,
+        change_position,
+        operation,
+        transaction_id,
+        primary_key,
+        transaction_sequence,
+        before_image,
+        after_image,
+        changed_columns,
+        is_in_catalog,
+        committed_at,
+        source_file,
+        record_offset,
+        record_index,
+        ingest_batch_id
     from changes
-    inner join transactions
-        on
-            changes.feed = transactions.feed
-            and changes.transaction_id = transactions.transaction_id
-    where transactions.is_complete
+    where is_transaction_complete
 )
 
 select * from committed_changes

@@ -3,36 +3,28 @@
 with
 
 changes as (
-    select * from {{ ref('int_changes_keyed') }}
-),
-
-transactions as (
-    select * from {{ ref('int_transactions_grouped') }}
+    select * from {{ ref('int_changes_transaction_flagged') }}
 ),
 
 open_changes as (
     select
-        changes.change_id,
-        changes.feed,
-        changes.source_schema,
-        changes.source_table,
-        changes.change_position,
-        changes.operation,
-        changes.transaction_id,
-        changes.primary_key,
-        changes.transaction_sequence,
-        transactions.end_sequence,
-        transactions.change_count as transaction_change_count,
-        changes.committed_at,
-        changes.source_file,
-        changes.record_offset,
-        changes.ingest_batch_id
+        change_id,
+        feed,
+        source_schema,
+        source_table,
+        change_position,
+        operation,
+        transaction_id,
+        primary_key,
+        transaction_sequence,
+        end_sequence,
+        transaction_change_count,
+        committed_at,
+        source_file,
+        record_offset,
+        ingest_batch_id
     from changes
-    inner join transactions
-        on
-            changes.feed = transactions.feed
-            and changes.transaction_id = transactions.transaction_id
-    where not transactions.is_complete
+    where not is_transaction_complete
 )
 
 select * from open_changes

@@ -33,20 +33,10 @@ classified as (
 ),
 
 deduplicated as (
-    -- the same record ingested twice (a re-delivered file) keeps its first ingest
-    select * from (
-        select
-            *,
-            row_number() over (
-                partition by
-                    feed,
-                    operation,
-                    case when operation = 'LOAD' then concat(source_file, ':', record_index) else change_position end
-                order by ingest_batch_id, source_file, record_index
-            ) as delivery_number
-        from classified
-    ) as numbered_deliveries
-    where delivery_number = 1
+    {{ cdc_first_delivery(
+        'classified',
+        "feed, operation, case when operation = 'LOAD' then concat(source_file, ':', record_index) else change_position end"
+    ) }}
 ),
 
 before_images as (
@@ -113,10 +103,7 @@ canonical as (
 sequenced as (
     select
         *,
-        row_number() over (
-            partition by feed, transaction_id
-            order by change_position, source_file, record_index
-        ) as transaction_sequence
+        {{ cdc_position_in_transaction() }} as transaction_sequence
     from canonical
 ),
 

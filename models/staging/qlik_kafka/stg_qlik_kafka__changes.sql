@@ -20,22 +20,10 @@ classified as (
 ),
 
 deduplicated as (
-    -- the same message ingested twice (a re-delivered dump) keeps its first ingest
-    select * from (
-        select
-            *,
-            row_number() over (
-                partition by
-                    feed,
-                    case
-                        when change_operation = 'LOAD' then concat(source_file, ':', record_index)
-                        else change_position
-                    end
-                order by ingest_batch_id, source_file, record_index
-            ) as delivery_number
-        from classified
-    ) as numbered_deliveries
-    where delivery_number = 1
+    {{ cdc_first_delivery(
+        'classified',
+        "feed, case when change_operation = 'LOAD' then concat(source_file, ':', record_index) else change_position end"
+    ) }}
 ),
 
 canonical as (
@@ -81,10 +69,7 @@ sequenced as (
         *,
         coalesce(
             cast(transaction_event_counter as int),
-            row_number() over (
-                partition by feed, transaction_id
-                order by change_position, source_file, record_index
-            )
+            {{ cdc_position_in_transaction() }}
         ) as transaction_sequence
     from canonical
 ),
