@@ -303,7 +303,8 @@ def decode_trail_file(
     the open transaction's carried tokens. A partly written last record is left for the next
     run (``consumed_end`` stops before it) unless ``final``. Never raises for bad input.
 
-    Row keys: ``record_offset`` (= RBA, bytes), ``record_index``, ``trail_seqno``, the GHDR
+    Row keys: ``record_offset`` (= RBA, bytes), ``record_length`` (bytes, G to Z),
+    ``record_index``, ``trail_seqno``, the GHDR
     fields snake_cased (``hdr_ind``, ``partition``, ``undo_flag``, ``before_after``,
     ``rec_length``, ``io_type``, ``orig_node``, ``io_time`` (canonical UTC text),
     ``audit_pos``, ``audit_rba``, ``trans_ind``, ``format_type``, ``syskey_len``,
@@ -338,7 +339,13 @@ def decode_trail_file(
         result.consumed_end = len(data)
         return result
     (header_length,) = struct.unpack_from(order + "H", data, 2)
-    info = _file_header(data, order, header_length)
+    try:
+        info = _file_header(data, order, header_length)
+    except (ValueError, struct.error) as exc:
+        info = {}
+        result.warnings.append(
+            f"file header does not parse ({exc}); seqno taken from the file name"
+        )
     seqno = info.get("seqno")
     name_seqno = seqno_from_name(file_name)
     if opts["seqno_source"] == "file_name" or seqno is None:
@@ -376,7 +383,10 @@ def decode_trail_file(
         if emit:
             index += 1
         try:
-            row, metadata = _record(state, record_start, end, opts)
+            try:
+                row, metadata = _record(state, record_start, end, opts)
+            except (ValueError, IndexError, struct.error, UnicodeDecodeError) as exc:
+                raise _Bad("bad_record", f"record does not parse: {exc}") from exc
         except _Bad as bad:
             if emit:
                 result.rejects.append(
@@ -388,7 +398,12 @@ def decode_trail_file(
             result.metadata.extend(metadata.metadata(record_start, index))
         if not emit:
             continue
-        row.update(record_offset=record_start, record_index=index, trail_seqno=seqno)
+        row.update(
+            record_offset=record_start,
+            record_length=end - record_start,
+            record_index=index,
+            trail_seqno=seqno,
+        )
         result.consumed_end = end
         # FieldComp B records must be followed by their A record.
         if pending_b is not None:

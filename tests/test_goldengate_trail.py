@@ -1,0 +1,250 @@
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from python_udfs.goldengate_trail import (
+    GGColumn,
+    column_value,
+    decode_trail_file,
+    detect_byte_order,
+    parse_sourcedefs,
+)
+
+
+@pytest.fixture(scope="module")
+def tc(samples):
+    defs, charset = parse_sourcedefs(
+        (samples / "goldengate" / "tc.def").read_text(encoding="utf-8")
+    )
+    return (samples / "goldengate" / "tc000000").read_bytes(), defs, charset
+
+
+@pytest.fixture(scope="module")
+def tr(samples):
+    return (samples / "goldengate" / "tr000000000").read_bytes()
+
+
+def by_rba(result):
+    return {r["record_offset"]: r for r in result.rows}
+
+
+def test_sourcedefs(tc):
+    _data, defs, charset = tc
+    assert charset == "windows-1252"
+    orders = defs["GG.TCUSTORD"]
+    assert [c.name for c in orders.columns][:2] == ["CUST_CODE", "ORDER_DATE"]
+    price = orders.columns[4]
+    assert (price.data_type, price.scale, price.is_key) == (134, 2, False)
+    assert [c.is_key for c in orders.columns] == [True, True, True, True, False, False, False]
+    assert orders.columns[3].sub_type == 2
+
+
+def test_tc000000_decodes_as_oracle_printed_it(tc):
+    data, defs, _ = tc
+    result = decode_trail_file(data, file_name="tc000000", definitions=defs)
+    assert result.rejects == [] and result.consumed_end == len(data)
+    assert len(result.rows) == 20
+    assert [r["io_type"] for r in result.rows].count(5) == 10
+    assert [r["io_type"] for r in result.rows].count(15) == 8
+    insert = by_rba(result)[1444]
+    assert insert["io_type"] == 5 and insert["table_name"] == "GG.TCUSTORD"
+    assert insert["data"] == {
+        "CUST_CODE": "WILL",
+        "ORDER_DATE": "1994-09-30 15:33:00",
+        "PRODUCT_CODE": "CAR",
+        "ORDER_ID": "144",
+        "PRODUCT_PRICE": "17520.00",
+        "PRODUCT_AMOUNT": "3",
+        "TRANSACTION_ID": "100",
+    }
+    assert insert["io_time"] == "2013-06-02 22:14:36"
+    assert insert["token_row_id"] == "AADPkvAAEAAEqL2AAA"
+    assert (
+        insert["transaction_id"] == "36.29.8952" and insert["token_tran_id"] is None
+    )  # carried from RBA 1121
+    assert (
+        insert["hdr_ind"],
+        insert["partition"],
+        insert["before_after"],
+        insert["trans_ind"],
+    ) == ("E", 4, "A", 1)
+    assert (
+        insert["audit_rba"],
+        insert["format_type"],
+        insert["rec_count"],
+        insert["trail_seqno"],
+    ) == (3775, "R", 1, 0)
+    delete = by_rba(result)[4338]
+    assert delete["io_type"] == 3 and delete["before_after"] == "B"
+    assert delete["data"] == {
+        "CUST_CODE": "DAVE",
+        "ORDER_DATE": "1993-11-03 07:51:35",
+        "PRODUCT_CODE": "PLANE",
+        "ORDER_ID": "600",
+    }
+    assert (delete["token_tran_id"], delete["token_log_csn"]) == ("9.0.80330", "206080450")
+    assert delete["io_time"] == "2013-06-02 22:14:41"
+    before, after = by_rba(result)[2891], by_rba(result)[3107]
+    assert (before["before_after"], after["before_after"]) == ("B", "A")
+    assert (
+        before["data"]["PRODUCT_PRICE"] == "15000.00"
+        and after["data"]["PRODUCT_PRICE"] == "14000.00"
+    )
+    firsts = [r["record_offset"] for r in result.rows if r["trans_ind"] == 0]
+    assert firsts == [1121, 1822, 2296, 2891, 4338]
+    assert {r["transaction_id"] for r in result.rows} == {
+        "36.29.8952",
+        "4.25.105435",
+        "35.8.11259",
+        "11.14.51836",
+        "9.0.80330",
+    }
+    assert {
+        m.source_table for m in result.metadata
+    } == set()  # sourcedefs tables are not trail metadata
+
+
+def test_tr000000000_uses_its_embedded_metadata_and_unified_updates(tr):
+    result = decode_trail_file(tr, file_name="tr000000000")
+    assert result.rejects == [] and result.consumed_end == len(tr)
+    rows = by_rba(result)
+    assert rows[1548]["io_type"] == 170 and rows[1548]["table_name"] == "QASOURCE.TCUSTMER"
+    keys = {(m.source_table, m.column_name): m.primary_key_position for m in result.metadata}
+    assert keys[("TCUSTMER", "CUST_CODE")] == 1 and keys[("TCUSTMER", "STATE")] == 0
+    assert rows[1956]["data"] == {
+        "CUST_CODE": "WILL",
+        "NAME": "BG SOFTWARE CO.",
+        "CITY": "SEATTLE",
+        "STATE": "WA",
+    }
+    assert rows[1956]["transaction_id"] == "2.3.228025" and rows[1956]["tdr_index"] == 1
+    unified = rows[4300]
+    assert unified["io_type"] == 134 and len(unified["before_data"]) == 7
+    assert unified["before_data"]["PRODUCT_PRICE"] == "15000.00"
+    assert unified["data"] == {
+        "CUST_CODE": "BILL",
+        "ORDER_DATE": "1995-12-31 15:00:00",
+        "PRODUCT_CODE": "CAR",
+        "ORDER_ID": "765",
+        "PRODUCT_PRICE": "14000.00",
+    }
+    ann = rows[5100]
+    assert ann["before_data"] == {
+        "CUST_CODE": "ANN",
+        "NAME": "ANN'S BOATS",
+        "CITY": "SEATTLE",
+        "STATE": "WA",
+    }
+    assert ann["data"] == {"CUST_CODE": "ANN", "CITY": "NEW YORK", "STATE": "NY"}
+
+
+def test_cut_trail_leaves_the_partial_record_pending_or_rejects_it_when_final(tc):
+    data, defs, _ = tc
+    cut = data[:1500]
+    pending = decode_trail_file(cut, file_name="tc000000", definitions=defs)
+    assert [r["record_offset"] for r in pending.rows] == [1121, 1296] and pending.rejects == []
+    assert pending.consumed_end == 1444
+    final = decode_trail_file(cut, file_name="tc000000", definitions=defs, final=True)
+    assert [(r.offset, r.reason) for r in final.rejects] == [(1444, "truncated_record")]
+    tail = decode_trail_file(
+        data, file_name="tc000000", definitions=defs, start=1444, start_index=2
+    )
+    assert tail.rows[0]["record_offset"] == 1444 and tail.rows[0]["record_index"] == 3
+    assert tail.rows[0]["transaction_id"] == "36.29.8952"  # carried from the part read before
+
+
+def test_bad_header_indicator_rejects_one_record(tc):
+    data, defs, _ = tc
+    broken = bytearray(data)
+    broken[0x5AC] = 0
+    result = decode_trail_file(bytes(broken), file_name="tc000000", definitions=defs)
+    assert [(r.offset, r.reason) for r in result.rejects] == [(1444, "invalid_header_indicator")]
+    assert 1632 in by_rba(result) and len(result.rows) == 19
+
+
+def test_broken_length_resynchronises_at_the_next_record(tc):
+    data, defs, _ = tc
+    broken = bytearray(data)
+    broken[1444 + 3] ^= 0x10  # record length of RBA 1444
+    result = decode_trail_file(bytes(broken), file_name="tc000000", definitions=defs)
+    (reject,) = result.rejects
+    assert (reject.offset, reject.offset + reject.length) == (1444, 1632)
+    assert len(result.rows) == 19
+
+
+def test_table_without_definition_is_rejected(tc):
+    data, defs, _ = tc
+    result = decode_trail_file(
+        data, file_name="tc000000", definitions={"GG.TCUSTMER": defs["GG.TCUSTMER"]}
+    )
+    assert {r.reason for r in result.rejects} == {"no_metadata"}
+    assert len(result.rows) + len(result.rejects) == 20
+
+
+def test_byte_order_detection():
+    header = b"F\x00" + struct.pack("<H", 16) + b"\x00" * 8 + b"Z\x00" + struct.pack("<H", 16)
+    assert detect_byte_order(header) == "<"
+    assert detect_byte_order(header.replace(struct.pack("<H", 16), struct.pack(">H", 16))) == ">"
+    assert detect_byte_order(b"nonsense") is None
+
+
+def test_null_indicator_and_values():
+    col = GGColumn("C", 5, 64, 10, 0, 0, 0, 0, False)
+    opts = {}
+    assert column_value(col, b"\x00\x03abc", "utf-8", opts) == "abc"
+    assert (
+        column_value(GGColumn("N", 0, 64, 10, 0, 0, 0, 2, False), b"\x00\x05+1E+2", "utf-8", opts)
+        == "100"
+    )
+    assert (
+        column_value(
+            GGColumn("I", 0, 132, 4, 3, 0, 0, 0, False), struct.pack(">i", -1500), "utf-8", opts
+        )
+        == "-1.500"
+    )
+    assert (
+        column_value(GGColumn("D", 0, 192, 10, 0, 0, 2, 0, False), b"2024-01-05", "utf-8", opts)
+        == "2024-01-05"
+    )
+    assert (
+        column_value(
+            GGColumn("P", 0, 189, 3, 2, 0, 0, 0, False), bytes.fromhex("12345D"), "utf-8", opts
+        )
+        == "-123.45"
+    )
+    assert (
+        column_value(GGColumn("L", 0, 151, 4, 1, 0, 0, 0, False), b"-123", "utf-8", opts) == "-12.3"
+    )
+    with pytest.raises(ValueError):
+        column_value(GGColumn("I", 0, 134, 8, 0, 0, 0, 0, False), b"\x00" * 4, "utf-8", opts)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_fuzzed_trails_never_raise_and_rejects_cover_the_damage(tc, tr, data):
+    raw, defs, _ = tc
+    source = raw if data.draw(st.booleans(), label="tc000000 (else tr000000000)") else tr
+    mutated = bytearray(source)
+    for _ in range(data.draw(st.integers(0, 6))):
+        kind = data.draw(st.sampled_from(["flip", "cut", "length"]))
+        if not mutated:
+            break
+        at = data.draw(st.integers(0, len(mutated) - 1))
+        if kind == "flip":
+            mutated[at] ^= 1 << data.draw(st.integers(0, 7))
+        elif kind == "cut":
+            mutated = mutated[:at]
+        else:
+            mutated[at] = data.draw(st.integers(0, 255))
+    final = data.draw(st.booleans())
+    result = decode_trail_file(bytes(mutated), file_name="tc000000", definitions=defs, final=final)
+    covered = sorted(
+        [(r["record_offset"], r["record_offset"] + 1) for r in result.rows]
+        + [(r.offset, r.offset + r.length) for r in result.rejects]
+    )
+    assert all(0 <= a < len(mutated) + 1 and b <= len(mutated) for a, b in covered)
+    assert result.consumed_end <= len(mutated)
+    if final:
+        assert result.consumed_end == len(mutated)
