@@ -24,8 +24,8 @@ import yaml
 from python_udfs.records import MetadataColumn
 
 #: Feed formats this version decodes. The others of DESIGN.md §1 are planned.
-SUPPORTED_FORMATS = ("qlik_change_tables", "qlik_kafka")
-PLANNED_FORMATS = ("goldengate_trail", "hirdb_update_sql", "linkexpress_extract")
+SUPPORTED_FORMATS = ("qlik_change_tables", "qlik_kafka", "goldengate_trail")
+PLANNED_FORMATS = ("hirdb_update_sql", "linkexpress_extract")
 
 CDC_COLUMNS_HEADER = [
     "feed",
@@ -141,6 +141,13 @@ def load_project(
         options = spec.get("options") or {}
         if not isinstance(options, Mapping):
             raise ConfigError(f"{where}.options must be a mapping.")
+        definitions = options.get("definitions")
+        if definitions and check_paths and not (landing_root / str(definitions)).is_file():
+            raise ConfigError(
+                f"{where}.options.definitions: sourcedefs file {landing_root / str(definitions)} does not "
+                "exist. Give its path relative to the landing root, or remove the option to use the "
+                "trail's own metadata records."
+            )
         feeds[str(name)] = FeedConfig(str(name), fmt, path, dict(options))
     catalog, spark_types, identifiers = load_catalog(project_dir / "seeds", feeds)
     return ProjectConfig(

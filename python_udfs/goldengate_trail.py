@@ -215,6 +215,7 @@ class _Trail:
     tdrs: dict[int, GGTable] = field(default_factory=dict)
     tran_id: str | None = None
     log_csn: str | None = None
+    used: set[str] = field(default_factory=set)
 
 
 def detect_byte_order(data: bytes) -> str | None:
@@ -307,7 +308,7 @@ def decode_trail_file(
     ``record_index``, ``trail_seqno``, the GHDR
     fields snake_cased (``hdr_ind``, ``partition``, ``undo_flag``, ``before_after``,
     ``rec_length``, ``io_type``, ``orig_node``, ``io_time`` (canonical UTC text),
-    ``audit_pos``, ``audit_rba``, ``trans_ind``, ``format_type``, ``syskey_len``,
+    ``audit_pos`` (u64 as digits), ``audit_rba``, ``trans_ind``, ``format_type``, ``syskey_len``,
     ``incomplete``, ``continued``, ``rec_count``), ``table_name``, ``source_schema``,
     ``source_table``, ``tdr_index``, ``token_row_id``, ``token_log_csn``, ``token_tran_id``
     (as in the record), ``transaction_id`` / ``log_csn`` (carried from the transaction's first
@@ -428,6 +429,9 @@ def decode_trail_file(
                 f"unknown IOType {row['io_type']} at RBA {record_start} kept in raw"
             )
         result.rows.append(row)
+    for name in sorted(state.used):  # sourcedefs tables this file used: for `cdc scaffold`
+        if state.tables[name].source == "sourcedefs":
+            result.metadata.extend(state.tables[name].metadata())
     if pending_b is not None and final:
         b_row, b_end = pending_b
         result.rows.remove(b_row)
@@ -523,7 +527,7 @@ def _record(state: _Trail, start: int, end: int, opts) -> tuple[dict[str, Any], 
         "io_type": io_type,
         "orig_node": orig_node,
         "io_time": julian_to_text(io_time, opts["subsecond_overflow"]) if io_time > 0 else None,
-        "audit_pos": audit_pos,
+        "audit_pos": str(audit_pos),
         "audit_rba": audit_rba,
         "trans_ind": ghdr[28],
         "format_type": chr(ghdr[29]),
@@ -559,6 +563,8 @@ def _record(state: _Trail, start: int, end: int, opts) -> tuple[dict[str, Any], 
         return row, table
     table_name, tdr_index = _table_reference(ghdr)
     table = state.tables.get(table_name) if table_name else state.tdrs.get(tdr_index)
+    if table is not None:
+        state.used.add(table.name)
     row["tdr_index"] = tdr_index
     if table is None and io_type in IO_TYPES and io_type not in (160,):
         raise _Bad("no_metadata", f"no metadata for table {table_name or f'TDR #{tdr_index}'}")

@@ -32,8 +32,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from python_udfs import qlik_change_tables, qlik_kafka
-from python_udfs.config import ProjectConfig
+from python_udfs import goldengate_trail, qlik_change_tables, qlik_kafka
+from python_udfs.config import ConfigError, ProjectConfig
 from python_udfs.records import DecodeResult, MetadataColumn, Reject
 
 STR, I64, I32, BOOL = pa.string(), pa.int64(), pa.int32(), pa.bool_()
@@ -81,6 +81,40 @@ RAW_TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
         ("external_schema_id", STR),
         ("transaction_event_counter", I64),
         ("transaction_last_event", BOOL),
+        ("column_names", STR_LIST),
+        ("data", STR_MAP),
+        ("before_data", STR_MAP),
+    ],
+    "raw_goldengate_trail": PROVENANCE
+    + [
+        ("record_length", I64),
+        ("trail_seqno", I64),
+        ("hdr_ind", STR),
+        ("partition", I32),
+        ("undo_flag", I32),
+        ("before_after", STR),
+        ("rec_length", I32),
+        ("io_type", I32),
+        ("orig_node", I32),
+        ("io_time", STR),
+        ("audit_pos", STR),  # u64: text, so that no value overflows a bigint
+        ("audit_rba", I64),
+        ("trans_ind", I32),
+        ("format_type", STR),
+        ("syskey_len", I32),
+        ("incomplete", I32),
+        ("continued", I32),
+        ("rec_count", I32),
+        ("table_name", STR),
+        ("source_schema", STR),
+        ("source_table", STR),
+        ("tdr_index", I32),
+        ("token_row_id", STR),
+        ("token_log_csn", STR),
+        ("token_tran_id", STR),
+        ("transaction_id", STR),
+        ("log_csn", STR),
+        ("tokens", STR_MAP),
         ("column_names", STR_LIST),
         ("data", STR_MAP),
         ("before_data", STR_MAP),
@@ -138,6 +172,7 @@ RAW_TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
 FORMAT_TABLES = {
     qlik_change_tables.FORMAT: "raw_qlik_change_tables",
     qlik_kafka.FORMAT: "raw_qlik_kafka",
+    goldengate_trail.FORMAT: "raw_goldengate_trail",
 }
 for _columns in RAW_TABLES.values():
     _columns.append(("ingested_at", TS))  # set by the staging job when it appends the batch
@@ -192,12 +227,18 @@ def new_batch_id(now: dt.datetime | None = None) -> str:
     return now.strftime("%Y%m%dT%H%M%S%f")
 
 
-def list_landing_files(feed_path: Path) -> Iterator[Path]:
-    """Yield data files under a feed folder in name order (no sidecars, hidden or temp files)."""
+def list_landing_files(feed_path: Path, fmt: str | None = None) -> Iterator[Path]:
+    """Yield data files under a feed folder in name order (no sidecars, hidden or temp files).
+
+    For ``goldengate_trail`` only trail files (``<2 chars><6 or 9 digits>``) are data files,
+    so a sourcedefs file or a ``dirdef`` folder beside the trails is not ingested.
+    """
     for root, dirs, files in os.walk(feed_path):
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
         for name in sorted(files):
             if name.startswith((".", "_")) or name.endswith((".dfm", ".avsc", ".tmp", ".crc")):
+                continue
+            if fmt == goldengate_trail.FORMAT and not goldengate_trail.TRAIL_NAME_RE.match(name):
                 continue
             yield Path(root) / name
 
@@ -245,6 +286,15 @@ def decode_candidate(
             file_name=source_file,
             catalog=catalog,
             registry_schemas=context.get("registry_schemas"),
+            options=context["options"],
+            start=start,
+            start_index=start_index,
+        )
+    if fmt == goldengate_trail.FORMAT:
+        return goldengate_trail.decode_trail_file(
+            content,
+            file_name=source_file,
+            definitions=context.get("definitions"),
             options=context["options"],
             start=start,
             start_index=start_index,
@@ -331,7 +381,7 @@ def file_outputs(
     table = FORMAT_TABLES[candidate["format"]]
     for row in result.rows:
         row = dict(row, feed=feed, source_file=source_file)
-        for key in ("data", "before_data"):
+        for key in ("data", "before_data", "tokens"):
             if key in row:
                 row[key] = _map(row[key])
         out.append({"kind": table, table: row})
@@ -479,7 +529,7 @@ class Stager:
         candidates: list[Candidate] = []
         for feed in self.config.feeds.values():
             new = grown = 0
-            for path in list_landing_files(feed.path):
+            for path in list_landing_files(feed.path, feed.format):
                 summary.files_seen += 1
                 stat = path.stat()
                 mtime_us = stat.st_mtime_ns // 1000
@@ -529,6 +579,17 @@ class Stager:
         for feed in self.config.feeds.values():
             catalog = self.config.feed_catalog(feed.name)
             context: dict[str, Any] = {"options": dict(feed.options), "catalog": catalog}
+            if feed.format == goldengate_trail.FORMAT and feed.options.get("definitions"):
+                path = self.config.landing_root / str(feed.options["definitions"])
+                try:
+                    context["definitions"], _charset = goldengate_trail.parse_sourcedefs(
+                        path.read_text(encoding="utf-8")
+                    )
+                except (OSError, ValueError) as exc:
+                    raise ConfigError(
+                        f"{path}: sourcedefs file of feed {feed.name} does not read: {exc}. "
+                        "Regenerate it with defgen or fix vars.cdc_feeds.<feed>.options.definitions."
+                    ) from exc
             if feed.format == qlik_kafka.FORMAT:
                 kafka_catalog = qlik_kafka.KafkaCatalog()
                 kafka_catalog.add_columns([c for cols in catalog.values() for c in cols])

@@ -101,9 +101,10 @@ def test_tc000000_decodes_as_oracle_printed_it(tc):
         "11.14.51836",
         "9.0.80330",
     }
-    assert {
-        m.source_table for m in result.metadata
-    } == set()  # sourcedefs tables are not trail metadata
+    # the sourcedefs tables the file used land in raw_metadata, for `cdc scaffold`
+    keys = {(m.source_table, m.column_name): m.primary_key_position for m in result.metadata}
+    assert keys[("TCUSTORD", "ORDER_ID")] == 4 and keys[("TCUSTORD", "PRODUCT_PRICE")] == 0
+    assert {m.metadata_source for m in result.metadata} == {"goldengate_sourcedefs"}
 
 
 def test_tr000000000_uses_its_embedded_metadata_and_unified_updates(tr):
