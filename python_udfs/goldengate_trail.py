@@ -386,7 +386,7 @@ def decode_trail_file(
         try:
             try:
                 row, metadata = _record(state, record_start, end, opts)
-            except (ValueError, IndexError, struct.error, UnicodeDecodeError) as exc:
+            except (ValueError, IndexError, ArithmeticError, struct.error) as exc:
                 raise _Bad("bad_record", f"record does not parse: {exc}") from exc
         except _Bad as bad:
             if emit:
@@ -748,7 +748,7 @@ def _image(
         elif indicator == b"\x00\x00":
             try:
                 image[column.name] = column_value(column, data[vs + 2 : ve], charset, opts)
-            except (ValueError, UnicodeDecodeError, struct.error) as exc:
+            except (ValueError, ArithmeticError, struct.error) as exc:
                 raise _Bad(
                     "bad_value", f"column {column.name} (type {column.data_type}): {exc}"
                 ) from exc
@@ -821,7 +821,10 @@ def _number_text(text: str, opts: Mapping[str, Any]) -> str:
     text = text.strip()
     if opts.get("number_text_rendering") == "as_float":
         return repr(float(text))
-    number = Decimal(text)
+    try:
+        number = Decimal(text)
+    except ArithmeticError as exc:
+        raise ValueError(f"{text!r} is not a number") from exc
     if not number.is_finite():
         raise ValueError(f"{text!r} is not a finite number")
     rendered = format(number, "f")
