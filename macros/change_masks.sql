@@ -51,10 +51,18 @@
         declared in var('cdc_feeds'), for feeds of `feed_format`; `default` otherwise.
     -#}
     {%- set feeds = var('cdc_feeds', {}) -%}
+    {%- set names = [] -%}
+    {%- for name, spec in feeds.items() if spec.format == feed_format -%}
+        {%- do names.append(name) -%}
+    {%- endfor -%}
+    {%- if names | length == 0 -%}
+        '{{ default }}'
+    {%- else -%}
     (case feed
-        {%- for name, spec in feeds.items() if spec.format == feed_format %}
-        when '{{ name }}' then '{{ (spec.options or {}).get(option, default) }}'
+        {%- for name in names %}
+        when '{{ name }}' then '{{ (feeds[name].options or {}).get(option, default) }}'
         {%- endfor %}
         else '{{ default }}'
     end)
+    {%- endif %}
 {% endmacro %}

@@ -29,6 +29,6 @@
     {#- The raw tables the staging job writes (python_udfs/staging.py RAW_TABLES). -#}
     {{ return([
         'raw_ingested_files', 'raw_rejects', 'raw_metadata',
-        'raw_qlik_change_tables', 'raw_qlik_kafka',
+        'raw_qlik_change_tables', 'raw_qlik_kafka', 'raw_goldengate_trail',
     ]) }}
 {% endmacro %}

@@ -338,9 +338,36 @@ _SPARK_TYPES = {
 }
 
 
+_GG_SPARK_TYPES = {
+    130: "smallint",
+    131: "int",
+    132: "int",
+    133: "bigint",
+    134: "bigint",
+    135: "decimal(20,0)",
+    140: "float",
+    141: "double",
+    142: "float",
+    143: "double",
+    192: "timestamp",
+    191: "timestamp",
+}
+
+
 def spark_type_for(source_type: str, precision: int | None, scale: int | None) -> str:
-    """Map a Qlik Replicate type to the Spark SQL type of typed models (``string`` otherwise)."""
+    """Map a vendor type to the Spark SQL type of typed models (``string`` otherwise).
+
+    Qlik Replicate type names (``INT4``, ``NUMERIC``…) and GoldenGate type codes (``134``…;
+    integer codes with a scale become decimals) are known.
+    """
     kind = (source_type or "").upper()
+    if kind.isdigit():
+        code = int(kind)
+        if 130 <= code <= 135 and scale:
+            return f"decimal({38 if code >= 134 else 18},{scale})"
+        if code in (150, 151, 152, 153, 154, 189):
+            return f"decimal(38,{scale or 0})"
+        return _GG_SPARK_TYPES.get(code, "string")
     if kind in ("NUMERIC", "DECIMAL"):
         return f"decimal({precision or 38},{scale or 0})"
     return _SPARK_TYPES.get(kind, "string")

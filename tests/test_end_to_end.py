@@ -352,3 +352,89 @@ def test_dbt_docs_generate_documents_every_mart_model_and_column(oracle_run):
             if column.lower() not in documented:
                 missing.append(f"{node['name']}.{column}")
     assert missing == []
+
+
+GOLDENGATE_FEEDS = """  cdc_feeds:
+    gg_tc:
+      format: goldengate_trail
+      path: gg_tc
+      options:
+        definitions: gg_tc/dirdef/tc.def
+    gg_tr:
+      format: goldengate_trail
+      path: gg_tr
+"""
+
+
+def test_real_goldengate_trails_through_stage_scaffold_and_run(tmp_path, samples):
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    (landing / "gg_tc" / "dirdef").mkdir(parents=True)
+    (landing / "gg_tr").mkdir(parents=True)
+    shutil.copy(samples / "goldengate" / "tc000000", landing / "gg_tc" / "tc000000")
+    shutil.copy(samples / "goldengate" / "tc.def", landing / "gg_tc" / "dirdef" / "tc.def")
+    shutil.copy(samples / "goldengate" / "tr000000000", landing / "gg_tr" / "tr000000000")
+    project = make_project(tmp_path, GOLDENGATE_FEEDS, seeds=([], []), typed_models=False)
+    cdc(project, "stage", landing=landing, lake=lake)
+    cdc(project, "scaffold", landing=landing, lake=lake)
+    proc = cdc(project, "run", landing=landing, lake=lake)
+    assert "│ gg_tc" in proc.stdout
+
+    log = {r["change_id"]: r for r in read_mart(lake, "change_log")}
+    insert = log["gg_tc:000000000000000000000000001444"]
+    assert insert["operation"] == "INSERT" and insert["transaction_id"] == "36.29.8952"
+    assert insert["after_image"]["PRODUCT_PRICE"] == "17520.00"
+    assert str(insert["committed_at"])[:19] == "2013-06-02 22:14:36"
+    update = log["gg_tc:000000000000000000000000002891"]  # FieldComp pair at the B record's RBA
+    assert update["operation"] == "UPDATE" and update["changed_columns"] == ["PRODUCT_PRICE"]
+    assert (update["before_image"]["PRODUCT_PRICE"], update["after_image"]["PRODUCT_PRICE"]) == (
+        "15000.00",
+        "14000.00",
+    )
+    assert "gg_tc:000000000000000000000000003107" not in log
+    delete = log["gg_tc:000000000000000000000000004338"]
+    assert delete["operation"] == "DELETE" and set(delete["before_image"]) == {
+        "CUST_CODE",
+        "ORDER_DATE",
+        "PRODUCT_CODE",
+        "ORDER_ID",
+    }
+    unified = log["gg_tr:000000000000000000000000005100"]
+    assert unified["before_image"]["CITY"] == "SEATTLE" and unified["after_image"] == {
+        "CUST_CODE": "ANN",
+        "CITY": "NEW YORK",
+        "STATE": "NY",
+    }
+    assert sorted(unified["changed_columns"]) == ["CITY", "STATE"]
+    assert (
+        len([r for r in log.values() if r["feed"] == "gg_tc"]) == 16
+    )  # 10 inserts, 4 updates, 2 deletes
+
+    state = {}
+    for row in read_mart(lake, "current_state"):
+        state.setdefault((row["feed"], row["source_table"]), {})[row["primary_key"]] = row["row"]
+    customers = {
+        k: (v["NAME"], v["CITY"], v["STATE"]) for k, v in state[("gg_tc", "TCUSTMER")].items()
+    }
+    assert customers == {
+        '["WILL"]': ("BG SOFTWARE CO.", "SEATTLE", "WA"),
+        '["JANE"]': ("ROCKY FLYER INC.", "DENVER", "CO"),
+        '["DAVE"]': ("DAVE'S PLANES INC.", "TALLAHASSEE", "FL"),
+        '["BILL"]': ("BILL'S USED CARS", "DENVER", "CO"),
+        '["ANN"]': ("ANN'S BOATS", "NEW YORK", "NY"),
+    }
+    orders = {k: v["PRODUCT_PRICE"] for k, v in state[("gg_tc", "TCUSTORD")].items()}
+    assert orders == {
+        '["WILL","1994-09-30 15:33:00","CAR","144"]': "16520.00",
+        '["BILL","1995-12-31 15:00:00","CAR","765"]': "14000.00",
+        '["BILL","1996-01-01 00:00:00","TRUCK","333"]': "25000.00",
+    }
+    tr_orders = {k: v["PRODUCT_PRICE"] for k, v in state[("gg_tr", "TCUSTORD")].items()}
+    assert tr_orders == orders  # the 12.2 trail replays the same workload with unified updates
+    assert state[("gg_tr", "TCUSTMER")]['["ANN"]'] == {
+        "CUST_CODE": "ANN",
+        "NAME": "ANN'S BOATS",
+        "CITY": "NEW YORK",
+        "STATE": "NY",
+    }
+    typed = read_mart(lake, "gg_tc__gg__tcustord")
+    assert sorted(str(r["product_price"]) for r in typed) == ["14000.00", "16520.00", "25000.00"]

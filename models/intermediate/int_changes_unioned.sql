@@ -10,10 +10,16 @@ qlik_kafka_changes as (
     select * from {{ ref('stg_qlik_kafka__changes') }}
 ),
 
+goldengate_trail_changes as (
+    select * from {{ ref('stg_goldengate_trail__changes') }}
+),
+
 unioned as (
     select {{ cdc_change_columns() | join(', ') }} from qlik_change_tables_changes
     union all
     select {{ cdc_change_columns() | join(', ') }} from qlik_kafka_changes
+    union all
+    select {{ cdc_change_columns() | join(', ') }} from goldengate_trail_changes
 )
 
 select * from unioned
