@@ -38,6 +38,7 @@ import fastavro
 
 from python_udfs.qlik_change_tables import DEFAULT_HEADER_FIELDS
 from python_udfs.qlik_kafka import ENVELOPE_SCHEMA, METADATA_SCHEMA
+from python_udfs.simulator_goldengate import gg_type_code, write_trails
 
 HEADERS = DEFAULT_HEADER_FIELDS
 NAMES = [
@@ -360,7 +361,9 @@ def catalog_rows(feeds: Mapping[str, str]) -> tuple[list[dict], list[dict]]:
                         "source_table": table.name,
                         "column_name": col.name,
                         "ordinal": ordinal,
-                        "source_type": col.qlik_type,
+                        "source_type": str(gg_type_code(col))
+                        if fmt == "goldengate_trail"
+                        else col.qlik_type,
                         "length": col.length,
                         "precision": col.precision,
                         "scale": col.scale,
@@ -389,6 +392,8 @@ def write_feed(
         return _write_change_tables(sim, folder)
     if fmt == "qlik_kafka":
         return _write_kafka(sim, folder)
+    if fmt == "goldengate_trail":
+        return write_trails(sim, TABLES, folder, options)
     raise ValueError(f"the simulator does not write {fmt!r} yet")
 
 

@@ -7,12 +7,16 @@ import shutil
 
 import pytest
 
-from python_udfs.config import CDC_COLUMNS_HEADER
+from python_udfs.config import CDC_COLUMNS_HEADER, load_project
 from python_udfs.simulator import catalog_rows, simulate, write_feed
 from tests.spark_project import REPO, cdc, make_project, read_mart, write_seeds
 
 pytestmark = pytest.mark.spark
-FEEDS = {"qlik_ct_demo": "qlik_change_tables", "qlik_kafka_demo": "qlik_kafka"}
+FEEDS = {
+    "qlik_ct_demo": "qlik_change_tables",
+    "qlik_kafka_demo": "qlik_kafka",
+    "goldengate_demo": "goldengate_trail",
+}
 
 
 def _state(lake):
@@ -29,7 +33,7 @@ def test_shipped_seeds_describe_the_simulated_tables():
     with (REPO / "seeds" / "cdc_columns.csv").open(encoding="utf-8") as fh:
         shipped = list(csv.DictReader(fh))
     assert [{k: str(v) for k, v in row.items()} for row in columns] == shipped
-    assert len(tables) == 6 and CDC_COLUMNS_HEADER == list(shipped[0])
+    assert len(tables) == 9 and CDC_COLUMNS_HEADER == list(shipped[0])
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +42,9 @@ def oracle_run(tmp_path_factory):
     landing, lake = root / "landing", root / "lake"
     project = make_project(root)
     sim = simulate(seed=11)
+    feeds = load_project(project, check_paths=False).feeds
     for feed, fmt in FEEDS.items():
-        write_feed(sim, fmt, landing / feed, {})
+        write_feed(sim, fmt, landing / feed, feeds[feed].options)
     first = cdc(project, "run", landing=landing, lake=lake)
     return sim, project, landing, lake, first
 
@@ -50,8 +55,14 @@ def test_current_state_equals_the_simulated_database(oracle_run):
     for feed in FEEDS:
         assert state[feed] == {k: v for k, v in sim.final_state.items() if v}, feed
     pending = read_mart(lake, "pending_changes")
-    assert {r["feed"] for r in pending} <= {"qlik_kafka_demo"}
-    assert len(pending) == max(len(sim.open_transaction) - 1, 0)
+    assert {r["feed"] for r in pending} <= {"qlik_kafka_demo", "goldengate_demo"}
+    for feed in (
+        "qlik_kafka_demo",
+        "goldengate_demo",
+    ):  # the open transaction's last event is missing
+        assert len([r for r in pending if r["feed"] == feed]) == max(
+            len(sim.open_transaction) - 1, 0
+        )
     assert "cdc_changelog: what this run built" in first.stdout
 
 
@@ -438,3 +449,45 @@ def test_real_goldengate_trails_through_stage_scaffold_and_run(tmp_path, samples
     }
     typed = read_mart(lake, "gg_tc__gg__tcustord")
     assert sorted(str(r["product_price"]) for r in typed) == ["14000.00", "16520.00", "25000.00"]
+
+
+GG_LITTLE = """  cdc_feeds:
+    gg_le:
+      format: goldengate_trail
+      path: gg_le
+      options:
+        byte_order: little
+"""
+
+
+def test_little_endian_trails_with_metadata_records_growing_between_runs(tmp_path):
+    """12.2-style trails (TDR records, unified updates), little-endian, transactions across
+    files, and a last trail file caught half written by the first run."""
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    project = make_project(
+        tmp_path, GG_LITTLE, seeds=catalog_rows({"gg_le": "goldengate_trail"}), typed_models=False
+    )
+    sim = simulate(seed=5)
+    write_feed(sim, "goldengate_trail", landing / "gg_le", {"byte_order": "little"})
+    trails = sorted((landing / "gg_le").iterdir())
+    assert len(trails) >= 3
+    last = trails[-1]
+    full = last.read_bytes()
+    last.write_bytes(full[: len(full) - 30])  # the writer is in the middle of its last record
+    cdc(project, "run", landing=landing, lake=lake)
+    manifest = {m["source_file"]: m for m in read_mart(lake, "ingested_files")}
+    assert manifest[f"gg_le/{last.name}"]["status"] == "partial"
+    assert read_mart(lake, "ingest_rejects") == []
+    last.write_bytes(full)  # the writer finished the record and the file
+    cdc(project, "run", landing=landing, lake=lake)
+    assert read_mart(lake, "ingest_rejects") == []
+    assert _state(lake)["gg_le"] == {k: v for k, v in sim.final_state.items() if v}
+    log = read_mart(lake, "change_log")
+    assert {r["change_position"][:10] for r in log} == {f"{n:010d}" for n in range(len(trails))}
+    spanning = {r["transaction_id"] for r in log if r["source_file"] != log[0]["source_file"]}
+    files_per_txn = {}
+    for r in log:
+        files_per_txn.setdefault(r["transaction_id"], set()).add(r["source_file"])
+    assert spanning and any(len(f) > 1 for f in files_per_txn.values())  # transactions across files
+    updates = [r for r in log if r["operation"] == "UPDATE"]
+    assert updates and all(r["before_image"] is not None for r in updates)

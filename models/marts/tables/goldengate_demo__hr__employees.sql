@@ -1,0 +1,1 @@
+{{ cdc_typed_current_state('goldengate_demo', 'HR', 'EMPLOYEES') }}
