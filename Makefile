@@ -45,8 +45,10 @@ lock:
 	.lock-venv/bin/python -m pip freeze --exclude-editable | grep -v '^cdc.changelog' > requirements.lock
 	rm -rf .lock-venv
 
+## Decoder throughput on one core (not part of the tests).
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/staging_throughput.py
+	$(BIN)/python benchmarks/goldengate_throughput.py
 
 clean:
 	rm -rf demo target logs lake landing .pytest_cache

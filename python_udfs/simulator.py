@@ -241,12 +241,16 @@ class _KeyPool:
         return self.keys[rng.randrange(len(self.keys))]
 
 
-def simulate(seed: int = 7, load_rows: int = 12, transactions: int = 40) -> Simulation:
+def simulate(
+    seed: int = 7, load_rows: int = 12, transactions: int = 40, truncate_every: int = 0
+) -> Simulation:
     """Run a seeded workload; return its changes and the final state of every table.
 
     ``load_rows`` rows per table are fully loaded first, then ``transactions`` transactions of
     1–4 changes each (inserts 40 %, updates 40 %, deletes 20 %) follow, then one more
-    transaction that is left open. Change sequences are 35 digits (16-digit commit time to
+    transaction that is left open. With ``truncate_every`` > 0, every such-numbered transaction
+    is instead a TRUNCATE of one table (only GoldenGate trails can carry it here). Change
+    sequences are 35 digits (16-digit commit time to
     hundredths of a second + 19-digit change number), as Qlik Replicate writes them.
     """
     rng = random.Random(seed)
@@ -273,6 +277,18 @@ def simulate(seed: int = 7, load_rows: int = 12, transactions: int = 40) -> Simu
         txn_changes = []
         if txn == transactions:
             final = copy.deepcopy(state)
+        if truncate_every and txn < transactions and (txn + 1) % truncate_every == 0:
+            table = rng.choice(TABLES)
+            number += 1
+            seq = (
+                clock.strftime("%Y%m%d%H%M%S")
+                + f"{clock.microsecond // 10000:02d}"
+                + f"{number:019d}"
+            )
+            state[(table.schema, table.name)].clear()
+            live[table.name] = _KeyPool()
+            changes.append(SimChange(table, "TRUNCATE", None, None, [], seq, txn_id, clock))
+            continue
         for _ in range(size):
             table = rng.choice(TABLES)
             rows = state[(table.schema, table.name)]
@@ -286,6 +302,7 @@ def simulate(seed: int = 7, load_rows: int = 12, transactions: int = 40) -> Simu
             if roll < 0.4 or len(rows) < 3:
                 row = _new_row(rng, table, _new_key(rng, table, used[(table.schema, table.name)]))
                 rows[primary_key_text(table, row)] = row
+                live[table.name].add(primary_key_text(table, row))
                 change = SimChange(
                     table,
                     "INSERT",
@@ -524,6 +541,10 @@ def _ct_records(
 
 
 def _write_change_tables(sim: Simulation, folder: Path) -> int:
+    if any(c.operation == "TRUNCATE" for c in sim.changes):
+        raise ValueError(
+            "this simulator writer does not write TRUNCATE changes (simulate with truncate_every=0)"
+        )
     written = 0
     open_ids = {id(c) for c in sim.open_transaction}
     committed = [c for c in sim.changes if id(c) not in open_ids]
@@ -777,6 +798,10 @@ def _kafka_message(change: SimChange) -> dict:
 
 
 def _write_kafka(sim: Simulation, folder: Path) -> int:
+    if any(c.operation == "TRUNCATE" for c in sim.changes):
+        raise ValueError(
+            "this simulator writer does not write TRUNCATE changes (simulate with truncate_every=0)"
+        )
     written = 0
     # The open transaction's last event has not been published yet.
     unpublished = {id(c) for c in sim.open_transaction[-1:]}

@@ -264,7 +264,8 @@ class TrailWriter:
             io_type, before_after, len(data), when, trans_ind, table_ref, same_audit_pos=pair_after
         )
         token_area = b"".join(self._token(ord(k), v.encode("ascii")) for k, v in tokens.items())
-        body = self._token(0x48, ghdr) + self._token(0x44, data) + self._token(0x54, token_area)
+        data_token = self._token(0x44, data) if io_type != 100 else b""  # a truncate has no 'D'
+        body = self._token(0x48, ghdr) + data_token + self._token(0x54, token_area)
         self._append(self._record(0x47, 1, body))
         self.records_in_file += 1
 
@@ -321,7 +322,9 @@ def write_trails(sim, tables, folder: Path, options: Mapping[str, Any] | None = 
         for change in changes:
             table = change.table
             keys = [c.name for c in table.key_columns]
-            if change.operation in ("LOAD", "INSERT"):
+            if change.operation == "TRUNCATE":
+                records.append((table, 100, "A", b"", change))
+            elif change.operation in ("LOAD", "INSERT"):
                 records.append(
                     (
                         table,

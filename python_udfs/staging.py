@@ -205,6 +205,7 @@ class Candidate:
     start_index: int
     expected_prefix_sha256: str | None
     sidecar: str | None
+    is_final: bool = False
 
 
 @dataclass(slots=True)
@@ -243,6 +244,25 @@ def list_landing_files(feed_path: Path, fmt: str | None = None) -> Iterator[Path
             yield Path(root) / name
 
 
+def rolled_over_trails(paths: list[Path]) -> set[Path]:
+    """Return the trail files that a later sequence number of the same trail follows.
+
+    The writer appends to a trail only until it rolls over, so these files are complete.
+    """
+    latest: dict[tuple[Path, str], int] = {}
+    for path in paths:
+        seqno = goldengate_trail.seqno_from_name(path.name)
+        if seqno is not None:
+            key = (path.parent, path.name[:2])
+            latest[key] = max(latest.get(key, -1), seqno)
+    return {
+        p
+        for p in paths
+        if (s := goldengate_trail.seqno_from_name(p.name)) is not None
+        and s < latest[(p.parent, p.name[:2])]
+    }
+
+
 def sidecar_for(path: Path) -> str | None:
     """Return the ``.dfm`` text beside a Qlik data file (``X.csv``/``X.csv.gz`` → ``X.dfm``)."""
     stem = path.name.split(".", 1)[0]
@@ -263,11 +283,14 @@ def decode_candidate(
     start_index: int,
     sidecar: str | None,
     context: Mapping[str, Any],
+    is_final: bool = False,
 ) -> DecodeResult:
     """Run the decoder of ``fmt`` over one file's bytes (pure; used inside the Spark tasks).
 
     ``context`` holds the feed's ``options``, ``catalog`` and, for Kafka, ``kafka_catalog`` and
-    ``registry_schemas``. Change-table files are whole files (``start`` is 0).
+    ``registry_schemas``. Change-table files are whole files (``start`` is 0). ``is_final``
+    says no more bytes will be appended (a trail that rolled over to the next sequence
+    number), so an incomplete last record is a reject instead of pending.
     """
     if fmt == qlik_change_tables.FORMAT:
         return qlik_change_tables.decode_change_table_file(
@@ -298,6 +321,7 @@ def decode_candidate(
             options=context["options"],
             start=start,
             start_index=start_index,
+            final=is_final,
         )
     raise ValueError(f"no decoder for format {fmt!r}")  # pragma: no cover - config validates
 
@@ -374,6 +398,7 @@ def file_outputs(
             candidate["start_index"],
             candidate["sidecar"],
             context,
+            candidate["is_final"],
         )
     except Exception as exc:  # noqa: BLE001 - a decoder bug must not lose the file silently
         result = DecodeResult(consumed_end=size)
@@ -529,7 +554,11 @@ class Stager:
         candidates: list[Candidate] = []
         for feed in self.config.feeds.values():
             new = grown = 0
-            for path in list_landing_files(feed.path, feed.format):
+            paths = list(list_landing_files(feed.path, feed.format))
+            rolled_over = (
+                rolled_over_trails(paths) if feed.format == goldengate_trail.FORMAT else set()
+            )
+            for path in paths:
                 summary.files_seen += 1
                 stat = path.stat()
                 mtime_us = stat.st_mtime_ns // 1000
@@ -563,6 +592,7 @@ class Stager:
                         start_index,
                         expected,
                         sidecar,
+                        path in rolled_over,
                     )
                 )
             self.log(f"  {feed.name} ({feed.format}): {new} new file(s), {grown} grown or changed")
@@ -631,6 +661,7 @@ class Stager:
                 ("start_index", I64),
                 ("expected_prefix_sha256", STR),
                 ("sidecar", STR),
+                ("is_final", BOOL),
             ]
         )
         cand_df = spark.createDataFrame(

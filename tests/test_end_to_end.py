@@ -461,13 +461,14 @@ GG_LITTLE = """  cdc_feeds:
 
 
 def test_little_endian_trails_with_metadata_records_growing_between_runs(tmp_path):
-    """12.2-style trails (TDR records, unified updates), little-endian, transactions across
-    files, and a last trail file caught half written by the first run."""
+    """12.2-style trails (TDR records, unified updates, truncates), little-endian, transactions
+    across files, and a last trail file caught half written by the first run."""
     landing, lake = tmp_path / "landing", tmp_path / "lake"
     project = make_project(
         tmp_path, GG_LITTLE, seeds=catalog_rows({"gg_le": "goldengate_trail"}), typed_models=False
     )
-    sim = simulate(seed=5)
+    sim = simulate(seed=5, truncate_every=15)
+    assert any(c.operation == "TRUNCATE" for c in sim.changes)
     write_feed(sim, "goldengate_trail", landing / "gg_le", {"byte_order": "little"})
     trails = sorted((landing / "gg_le").iterdir())
     assert len(trails) >= 3
@@ -491,3 +492,4 @@ def test_little_endian_trails_with_metadata_records_growing_between_runs(tmp_pat
     assert spanning and any(len(f) > 1 for f in files_per_txn.values())  # transactions across files
     updates = [r for r in log if r["operation"] == "UPDATE"]
     assert updates and all(r["before_image"] is not None for r in updates)
+    assert len([r for r in log if r["operation"] == "TRUNCATE"]) == 2

@@ -2,7 +2,8 @@
     One row per live key of every catalog table (long form): the row as a map of column to
     canonical text, built by applying the change log in change order (DESIGN.md §6):
     INSERT and LOAD set the row, UPDATE overlays the columns its after image carries (absent
-    columns keep their value, an explicit NULL sets NULL), DELETE removes the row.
+    columns keep their value, an explicit NULL sets NULL), DELETE removes the row, TRUNCATE
+    removes every row of the table with an earlier position.
 -#}
 
 with
@@ -11,20 +12,40 @@ change_log as (
     select * from {{ ref('change_log') }}
 ),
 
-row_changes as (
+table_truncates as (
     select
         feed,
         source_schema,
         source_table,
-        primary_key,
-        operation,
-        after_image,
-        committed_at,
-        {{ cdc_change_order() }} as change_order
+        max({{ cdc_change_order() }}) as truncate_order
     from change_log
+    where operation = 'TRUNCATE'
+    group by feed, source_schema, source_table
+),
+
+row_changes as (
+    select
+        change_log.feed,
+        change_log.source_schema,
+        change_log.source_table,
+        change_log.primary_key,
+        change_log.operation,
+        change_log.after_image,
+        change_log.committed_at,
+        {{ cdc_change_order('change_log.') }} as change_order
+    from change_log
+    left join table_truncates
+        on
+            change_log.feed = table_truncates.feed
+            and change_log.source_schema = table_truncates.source_schema
+            and change_log.source_table = table_truncates.source_table
     where
-        primary_key is not null
-        and operation in ('INSERT', 'UPDATE', 'DELETE', 'LOAD')
+        change_log.primary_key is not null
+        and change_log.operation in ('INSERT', 'UPDATE', 'DELETE', 'LOAD')
+        and (
+            table_truncates.truncate_order is null
+            or {{ cdc_change_order('change_log.') }} > table_truncates.truncate_order
+        )
 ),
 
 key_summaries as (
