@@ -408,19 +408,8 @@ def decode_trail_file(
         result.consumed_end = end
         # FieldComp B records must be followed by their A record.
         if pending_b is not None:
-            b_row, b_end = pending_b
-            if not _is_after_of(row, b_row):
-                result.rows.remove(b_row)
-                result.rejects.append(
-                    Reject.of(
-                        data,
-                        b_row["record_offset"],
-                        b_end,
-                        b_row["record_index"],
-                        "orphan_before_image",
-                        "FieldComp before image not followed by its after image",
-                    )
-                )
+            if not _is_after_of(row, pending_b[0]):
+                _reject_orphan(data, result, pending_b, "not followed by its after image")
             pending_b = None
         if row["io_type"] == 15 and row["before_after"] == "B":
             pending_b = (row, end)
@@ -433,19 +422,26 @@ def decode_trail_file(
         if state.tables[name].source == "sourcedefs":
             result.metadata.extend(state.tables[name].metadata())
     if pending_b is not None and final:
-        b_row, b_end = pending_b
-        result.rows.remove(b_row)
-        result.rejects.append(
-            Reject.of(
-                data,
-                b_row["record_offset"],
-                b_end,
-                b_row["record_index"],
-                "orphan_before_image",
-                "FieldComp before image at end of file",
-            )
-        )
+        _reject_orphan(data, result, pending_b, "at end of file")
     return result
+
+
+def _reject_orphan(
+    data: bytes, result: DecodeResult, pending_b: tuple[dict[str, Any], int], why: str
+) -> None:
+    """Move a FieldComp ``B`` row without its ``A`` record from the rows to the rejects."""
+    b_row, b_end = pending_b
+    result.rows.remove(b_row)
+    result.rejects.append(
+        Reject.of(
+            data,
+            b_row["record_offset"],
+            b_end,
+            b_row["record_index"],
+            "orphan_before_image",
+            f"FieldComp before image {why}",
+        )
+    )
 
 
 def _is_after_of(row: Mapping[str, Any], b_row: Mapping[str, Any]) -> bool:
@@ -660,8 +656,6 @@ def _carry(state: _Trail, row: dict[str, Any], tokens: Mapping[str, str]) -> Non
         transaction_id=state.tran_id,
         log_csn=state.log_csn,
     )
-    if row["trans_ind"] in (2, 3):
-        pass  # the carried values stay on the row; the next 0/3 record resets them
 
 
 def _metadata_record(
@@ -827,8 +821,7 @@ def _number_text(text: str, opts: Mapping[str, Any]) -> str:
         raise ValueError(f"{text!r} is not a number") from exc
     if not number.is_finite():
         raise ValueError(f"{text!r} is not a finite number")
-    rendered = format(number, "f")
-    return rendered
+    return format(number, "f")
 
 
 def _sign_text(kind: int, payload: bytes) -> str:
