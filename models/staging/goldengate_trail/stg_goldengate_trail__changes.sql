@@ -49,10 +49,12 @@ transactions_marked as (
             ))
         ) as resolved_transaction_id,
         max(trans_ind in (2, 3)) over (partition by feed, transaction_number) as has_transaction_end,
-        lag(named_struct(
-            'io_type', io_type, 'before_after', before_after, 'table_name', table_name,
-            'audit_pos', audit_pos, 'record_position', record_position, 'data', data
-        )) over (partition by feed order by record_position) as previous_record
+        lag(io_type) over (partition by feed order by record_position) as previous_io_type,
+        lag(before_after) over (partition by feed order by record_position) as previous_before_after,
+        lag(table_name) over (partition by feed order by record_position) as previous_table_name,
+        lag(audit_pos) over (partition by feed order by record_position) as previous_audit_pos,
+        lag(record_position) over (partition by feed order by record_position) as previous_record_position,
+        lag(data) over (partition by feed order by record_position) as previous_data
     from transaction_numbered
 ),
 
@@ -66,10 +68,10 @@ row_changes as (
             when io_type in (10, 15, 115, 116, 134, 135, 140) then 'UPDATE'
         end as operation,
         coalesce(
-            previous_record.before_after = 'B'
-            and previous_record.io_type = io_type
-            and previous_record.table_name = table_name
-            and previous_record.audit_pos = audit_pos,
+            previous_before_after = 'B'
+            and previous_io_type = io_type
+            and previous_table_name = table_name
+            and previous_audit_pos = audit_pos,
             false
         ) as has_paired_before_image
     from transactions_marked
@@ -81,13 +83,13 @@ row_changes as (
 canonical as (
     select
         concat_ws(':', feed, case
-            when has_paired_before_image then previous_record.record_position else record_position
+            when has_paired_before_image then previous_record_position else record_position
         end) as change_id,
         feed,
         source_schema,
         source_table,
         case
-            when has_paired_before_image then previous_record.record_position else record_position
+            when has_paired_before_image then previous_record_position else record_position
         end as change_position,
         operation,
         resolved_transaction_id as transaction_id,
@@ -96,7 +98,7 @@ canonical as (
         to_timestamp(io_time) as committed_at,
         case
             when operation = 'DELETE' then data
-            when has_paired_before_image then previous_record.data
+            when has_paired_before_image then previous_data
             when operation = 'UPDATE' then before_data
         end as before_image,
         case when operation in ('INSERT', 'UPDATE') then data end as after_image,
