@@ -45,13 +45,27 @@ def test_table_without_columns_names_the_seed(project, monkeypatch, tmp_path, ca
         [],
         [{"feed": "f", "source_schema": "S", "source_table": "T", "table_identifier": ""}],
     )
-    (tmp_path / "landing" / "qlik_ct_demo").mkdir(parents=True)
-    (tmp_path / "landing" / "qlik_kafka_demo").mkdir(parents=True)
+    for feed in ("qlik_ct_demo", "qlik_kafka_demo", "goldengate_demo/dirdef"):
+        (tmp_path / "landing" / feed).mkdir(parents=True)
+    (tmp_path / "landing" / "goldengate_demo" / "dirdef" / "sim.def").write_text(
+        "", encoding="utf-8"
+    )
     code, err = _run(project, monkeypatch, tmp_path, capsys, "stage")
     assert (
         code == 2
         and "cdc_tables.csv:2: table S.T of feed f has no columns" in err
         and "cdc_columns.csv" in err
+    )
+
+
+def test_missing_sourcedefs_file_names_the_option(project, monkeypatch, tmp_path, capsys):
+    for feed in ("qlik_ct_demo", "qlik_kafka_demo", "goldengate_demo"):
+        (tmp_path / "landing" / feed).mkdir(parents=True)
+    code, err = _run(project, monkeypatch, tmp_path, capsys, "stage")
+    assert (
+        code == 2
+        and "vars.cdc_feeds.goldengate_demo.options.definitions" in err
+        and "sim.def" in err
     )
 
 
