@@ -385,7 +385,7 @@ def decode_trail_file(
             index += 1
         try:
             try:
-                row, metadata = _record(state, record_start, end, opts)
+                row, metadata = _record(state, record_start, end, opts, images=emit)
             except (ValueError, IndexError, ArithmeticError, struct.error) as exc:
                 raise _Bad("bad_record", f"record does not parse: {exc}") from exc
         except _Bad as bad:
@@ -488,8 +488,14 @@ def _resync(state: _Trail, pos: int) -> int:
             pos += 1
 
 
-def _record(state: _Trail, start: int, end: int, opts) -> tuple[dict[str, Any], GGTable | None]:
-    """Decode one framed ``G`` record; raises :class:`_Bad` for a record to reject."""
+def _record(
+    state: _Trail, start: int, end: int, opts, images: bool = True
+) -> tuple[dict[str, Any], GGTable | None]:
+    """Decode one framed ``G`` record; raises :class:`_Bad` for a record to reject.
+
+    With ``images`` false (a record already ingested, walked again for its TDR and tokens)
+    the column data is not decoded.
+    """
     data, order = state.data, state.order
     try:
         tokens = _tokens(data, start + 4, end - 4, order)
@@ -567,7 +573,7 @@ def _record(state: _Trail, start: int, end: int, opts) -> tuple[dict[str, Any], 
     _set_table(row, table.name if table else table_name)
     row["column_names"] = [c.name for c in table.columns] if table else None
     row["data"], row["before_data"] = None, None
-    if table is None or 0x44 not in parts or io_type in (100, 160):
+    if not images or table is None or 0x44 not in parts or io_type in (100, 160):
         return row, None
     charset = opts["char_encoding"] or table.char_encoding or "utf-8"
     charset = {"windows-1252": "cp1252"}.get(charset.lower(), charset)

@@ -21,7 +21,7 @@ import io
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from python_udfs.canonical import (
@@ -324,7 +324,7 @@ def decode_change_table_file(
         by_name = {c.column_name: c for c in ordered}
         names = header_names or [c.column_name for c in ordered]
         columns = [
-            _with_ordinal(by_name[name], i + 1)
+            replace(by_name[name], ordinal=i + 1)
             if name in by_name
             else MetadataColumn(
                 schema, table, None, name, i + 1, "STRING", None, None, None, 0, None, "header_row"
@@ -383,12 +383,6 @@ def decode_change_table_file(
     _check_before_images(data, result, opts, ends)
     _check_record_count(dfm, result)
     return result
-
-
-def _with_ordinal(column: MetadataColumn, ordinal: int) -> MetadataColumn:
-    fields = {f: getattr(column, f) for f in column.__slots__}
-    fields["ordinal"] = ordinal
-    return MetadataColumn(**fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -557,7 +551,7 @@ def _decode_parquet(data, result, schema, table, is_load, columns, catalog_colum
     if columns is None:
         by_name = {c.column_name: c for c in catalog_columns or []}
         columns = [
-            _with_ordinal(by_name[n], i + 1)
+            replace(by_name[n], ordinal=i + 1)
             if n in by_name
             else MetadataColumn(
                 schema,

@@ -270,11 +270,6 @@ def sidecar_for(path: Path) -> str | None:
     return dfm.read_text(encoding="utf-8") if dfm.is_file() else None
 
 
-def sha256_hex(data: bytes | memoryview) -> str:
-    """Return the SHA-256 of ``data`` as lowercase hex."""
-    return hashlib.sha256(data).hexdigest()
-
-
 def decode_candidate(
     fmt: str,
     content: bytes,
@@ -347,7 +342,6 @@ def file_outputs(
         "format": candidate["format"],
         "file_size": size,
         "modification_time": candidate["modification_time"],
-        "sha256": sha256_hex(content),
         "byte_start": start,
         "record_index_start": candidate["start_index"],
         "warnings": [],
@@ -370,14 +364,25 @@ def file_outputs(
             },
         }
 
+    # One pass over the file: the hash of the ingested prefix is extended to the new end and
+    # then to the whole file.
+    view = memoryview(content)
+    running = hashlib.sha256(view[:start])
+
+    def whole_file_sha256(position: int) -> str:
+        rest = running.copy()
+        rest.update(view[position:])
+        return rest.hexdigest()
+
     expected = candidate["expected_prefix_sha256"]
-    if start and (size < start or sha256_hex(memoryview(content)[:start]) != expected):
+    if start and (size < start or running.hexdigest() != expected):
         message = (
             f"the first {start} bytes, ingested before, changed (file is now {size} bytes); "
             "the file is refused. Land changed data as a new file."
         )
         out.append(reject_row(Reject.of(content, 0, size, 0, "prefix_changed", message)))
         manifest.update(
+            sha256=whole_file_sha256(min(start, size)),
             byte_end=start,
             prefix_sha256=expected,
             record_index_end=candidate["start_index"],
@@ -421,9 +426,11 @@ def file_outputs(
         + [r["record_index"] for r in result.rows]
         + [r.record_index for r in result.rejects]
     )
+    running.update(view[start:end])
     manifest.update(
+        sha256=whole_file_sha256(end),
         byte_end=end,
-        prefix_sha256=sha256_hex(memoryview(content)[:end]),
+        prefix_sha256=running.hexdigest(),
         record_index_end=last_index,
         rows=len(result.rows),
         rejects=len(result.rejects),
