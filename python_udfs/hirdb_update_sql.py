@@ -107,8 +107,11 @@ class HiRDBError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Token:
-    """One lexical token: ``kind`` (qident, string, pstring, number, placeholder, word,
-    punct, comment), its ``text`` as written and its 0-based ``column`` in the body."""
+    """One lexical token.
+
+    ``kind`` (qident, string, pstring, number, placeholder, word, punct, comment), its ``text``
+    as written and its 0-based ``column`` in the body.
+    """
 
     kind: str
     text: str
@@ -117,8 +120,11 @@ class Token:
 
 @dataclass(frozen=True, slots=True)
 class Literal:
-    """A value as written: ``kind`` is ``string``, ``mchar``, ``nchar``, ``hex``, ``number``,
-    ``placeholder`` or ``null``; ``text`` is the unescaped content (hex digits for ``hex``)."""
+    """A literal value as written.
+
+    ``kind`` is ``string``, ``mchar``, ``nchar``, ``hex``, ``number``, ``placeholder`` or
+    ``null``; ``text`` is the unescaped content (hex digits for ``hex``).
+    """
 
     kind: str
     text: str
@@ -145,8 +151,11 @@ class Statement:
 
 
 def tokenize(body: str) -> list[Token]:
-    """Split a statement body into tokens; raise :class:`HiRDBError` on an unterminated
-    literal or identifier, or a character that starts no token."""
+    """Split a statement body into tokens.
+
+    Raise raise :class:`HiRDBError` on an unterminated literal or identifier, or a character
+    that starts no token.
+    """
     tokens: list[Token] = []
     pos, end = 0, len(body)
     match = _TOKEN_RE.match
@@ -473,8 +482,11 @@ def typed_value(
 
 
 def packed_decimal(hex_digits: str, scale: int) -> str:
-    """Read packed-decimal hex (digit nibbles, last nibble the sign: A C E F +, B D -) as
-    decimal text with ``scale`` fraction digits; raise ValueError for a bad nibble."""
+    """Read packed-decimal hex digits as decimal text.
+
+    Digit Read packed-decimal hex (digit nibbles, last nibble the sign: A C E F +, B D -) as
+    decimal text with ``scale`` fraction digits; raise ValueError for a bad nibble.
+    """
     digits, sign = hex_digits[:-1], hex_digits[-1:].upper()
     if not digits.isdigit() or sign not in "ABCDEF" or not sign:
         raise ValueError(f"X'{hex_digits}' is not a packed decimal")
@@ -516,8 +528,11 @@ def choose_encoding(lines: Sequence[bytes], option: str) -> tuple[str, list[str]
 
 
 def stream_of(file_name: str) -> str:
-    """The ``SQLTXT_<server>_<destination>`` stream of a file: its base name up to the first
-    ``.`` (a loader may land successive outputs as ``SQLTXT_SV1_DST1.20240301T0900``)."""
+    """Return the ``SQLTXT_<server>_<destination>`` stream of a file.
+
+    It is its base name up to the first ``.`` (a loader may land successive outputs as
+    ``SQLTXT_SV1_DST1.20240301T0900``).
+    """
     base = file_name.replace("\\", "/").rsplit("/", 1)[-1]
     return base.split(".", 1)[0]
 
@@ -579,7 +594,7 @@ def decode_update_sql_file(
     empty_lines = 0
 
     def close_transaction() -> None:
-        """A COMMIT line (the last of ``current``) ends the transaction: emit or reject it."""
+        """Close the transaction a COMMIT line (the last of ``current``) ends: emit or reject it."""
         nonlocal held
         key = tuple(raw_lines[i] for i in current)
         first, last = current[0] + 1, current[-1] + 1

@@ -82,10 +82,13 @@ class _Bad(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """One data item's layout: column ``name``, base ``kind`` (``CHAR``, ``VARCHAR``, ``NCHAR``,
-    ``NVARCHAR``, ``SMALLINT``, ``INTEGER``, ``BIGINT``, ``DECIMAL``, ``NUMERIC``, ``REAL``,
-    ``DOUBLE``, ``DATE``, ``TIME``, ``TIMESTAMP``), ``n`` (length: bytes for CHAR/VARCHAR,
-    characters for NCHAR), ``precision`` and ``scale``."""
+    """One data item's layout.
+
+    Column column ``name``, base ``kind`` (``CHAR``, ``VARCHAR``, ``NCHAR``, ``NVARCHAR``,
+    ``SMALLINT``, ``INTEGER``, ``BIGINT``, ``DECIMAL``, ``NUMERIC``, ``REAL``, ``DOUBLE``,
+    ``DATE``, ``TIME``, ``TIMESTAMP``), ``n`` (length: bytes for CHAR/VARCHAR, characters for
+    NCHAR), ``precision`` and ``scale``.
+    """
 
     name: str
     kind: str
@@ -164,9 +167,11 @@ def item_layout(columns: Sequence[MetadataColumn]) -> list[Item]:
 
 @dataclass(frozen=True, slots=True)
 class Layout:
-    """A file's settled layout: ``letter`` A–E, ``little`` (LITTLE log type), ``order``
-    (``>`` or ``<``), ``null_indicators`` and the length ``basis`` (``inclusive`` counts the
-    4 length bytes)."""
+    """A file's settled layout.
+
+    ``letter`` A–E, ``little`` (LITTLE log type), ``order`` (``>`` or ``<``),
+    ``null_indicators`` and the length ``basis`` (``inclusive`` counts the 4 length bytes).
+    """
 
     letter: str
     little: bool
@@ -176,17 +181,22 @@ class Layout:
 
     @property
     def has_length(self) -> bool:
+        """Whether records start with a 4-byte record length."""
         return self.letter in "CDE" or self.little
 
     def describe(self) -> str:
+        """Describe the layout in words (for warnings)."""
         order = "big-endian" if self.order == ">" else "little-endian"
         return f"layout {self.letter}, {'LITTLE' if self.little else 'NORMAL'}, {order}"
 
 
 @dataclass(slots=True)
 class ParsedRecord:
-    """One record read structurally: offset/length (bytes), fields, and the items as raw
-    values (``bytes`` for text items, to be decoded once the OUTCODE is known)."""
+    """One record read structurally.
+
+    Offset offset/length (bytes), fields, and the items as raw values (``bytes`` for text items,
+    to be decoded once the OUTCODE is known).
+    """
 
     offset: int
     length: int
@@ -198,8 +208,11 @@ class ParsedRecord:
 
 
 def packed_text(raw: bytes, scale: int) -> str:
-    """Packed decimal (digit nibbles, last nibble the sign: A C E F +, B D −) as canonical text
-    with ``scale`` fraction digits; raise ValueError for a nibble > 9 or a bad sign."""
+    """Render a packed decimal as canonical text.
+
+    Packed decimal (digit nibbles, last nibble the sign: A C E F +, B D −) as canonical text
+    with ``scale`` fraction digits; raise ValueError for a nibble > 9 or a bad sign.
+    """
     hexed = raw.hex()
     digits, sign = hexed[:-1], hexed[-1]
     if not digits.isdigit() or sign not in "abcdef":
@@ -208,8 +221,11 @@ def packed_text(raw: bytes, scale: int) -> str:
 
 
 def zoned_text(raw: bytes, scale: int, mode: str = "auto") -> str:
-    """Zoned decimal "zonei" (one ASCII digit a byte, sign in the last byte's high nibble) as
-    canonical text with ``scale`` fraction digits; raise ValueError for a non-digit byte."""
+    """Render a zoned decimal as canonical text.
+
+    Zoned decimal "zonei" (one ASCII digit a byte, sign in the last byte's high nibble) as
+    canonical text with ``scale`` fraction digits; raise ValueError for a non-digit byte.
+    """
     if not raw:
         raise ValueError("empty zoned item")
     body, last = raw[:-1], raw[-1]
@@ -347,7 +363,7 @@ class _Reader:
 
 
 def _record_size(items: Sequence[Item], layout: Layout) -> int:
-    """Fixed record size of layouts A/B with NORMAL (op + items)."""
+    """Return the fixed record size of layouts A/B with NORMAL (op + items)."""
     per_item = 2 if layout.null_indicators else 0
     return 2 + sum(item.normal_size() + per_item for item in items)
 
@@ -503,7 +519,7 @@ class _Framing(_Bad):
 
 
 def candidate_layouts(opts: Mapping[str, Any], full_extract_file: bool) -> list[Layout]:
-    """The layouts to try on the first record, most likely first (from the options)."""
+    """List the layouts to try on the first records, most likely first (from the options)."""
     orders = {"no": [">"], "yes": ["<"], "big": [">"], "little": ["<"]}.get(
         str(opts["byteswap"]).lower(), [">", "<"]
     )
@@ -542,9 +558,12 @@ def candidate_layouts(opts: Mapping[str, Any], full_extract_file: bool) -> list[
 def file_table_for(
     relative_path: str, options: Mapping[str, Any], tables: Sequence[tuple[str, str]]
 ) -> tuple[str, str] | None:
-    """The table a one-table file belongs to: the first ``full_extract_tables`` glob that
-    matches its name (or path) under the feed folder, else its parent folder when named
-    ``<SCHEMA>.<TABLE>`` after a catalog table; None when neither says."""
+    """Return the table a one-table file belongs to.
+
+    It is the first ``full_extract_tables`` glob that matches its name (or path) under the feed
+    folder, else its parent folder when named ``<SCHEMA>.<TABLE>`` after a catalog table; None
+    when neither says.
+    """
     path = relative_path.replace("\\", "/")
     name = path.rsplit("/", 1)[-1]
     for pattern, table in (options.get("full_extract_tables") or {}).items():
@@ -573,8 +592,11 @@ def _text(value: tuple[str, bytes], char: str, nchar: str, rtrim: bool) -> str:
 
 
 def choose_outcode(records: Sequence[ParsedRecord], opts: Mapping[str, Any], order: str) -> str:
-    """Settle ``outcode: auto``: the first of unicode, euc, sjis whose codecs decode every
-    text item of the first 1000 records strictly."""
+    """Settle ``outcode: auto``.
+
+    Take the first auto``: the first of unicode, euc, sjis whose codecs decode every text item
+    of the first 1000 records strictly.
+    """
     option = str(opts["outcode"]).lower()
     if option != "auto":
         if option not in OUTCODES:
@@ -748,10 +770,12 @@ def _settle_layout(
     full_extract_file: bool,
     probe: int = 50,
 ) -> Layout:
-    """Settle the ``auto`` options: the candidate layout that reads the most of the first
-    ``probe`` records wins (ties keep the options' preferred order: big-endian, NORMAL, with
-    null indicators). When none reads anything, the first candidate is used and the records
-    become rejects."""
+    """Settle the ``auto`` layout options.
+
+    The candidate the candidate layout that reads the most of the first ``probe`` records wins
+    (ties keep the options' preferred order: big-endian, NORMAL, with null indicators). When
+    none reads anything, the first candidate is used and the records become rejects.
+    """
     candidates = candidate_layouts(opts, full_extract_file)
     best, best_score = candidates[0], 0
     for layout in candidates:
