@@ -30,5 +30,6 @@
     {{ return([
         'raw_ingested_files', 'raw_rejects', 'raw_metadata',
         'raw_qlik_change_tables', 'raw_qlik_kafka', 'raw_goldengate_trail',
+        'raw_hirdb_update_sql', 'raw_linkexpress_extract',
     ]) }}
 {% endmacro %}

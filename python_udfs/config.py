@@ -23,9 +23,15 @@ import yaml
 
 from python_udfs.records import MetadataColumn
 
-#: Feed formats this version decodes. The others of DESIGN.md §1 are planned.
-SUPPORTED_FORMATS = ("qlik_change_tables", "qlik_kafka", "goldengate_trail")
-PLANNED_FORMATS = ("hirdb_update_sql", "linkexpress_extract")
+#: Feed formats this version decodes (DESIGN.md §1).
+SUPPORTED_FORMATS = (
+    "qlik_change_tables",
+    "qlik_kafka",
+    "goldengate_trail",
+    "hirdb_update_sql",
+    "linkexpress_extract",
+)
+PLANNED_FORMATS: tuple[str, ...] = ()
 
 CDC_COLUMNS_HEADER = [
     "feed",
@@ -148,6 +154,7 @@ def load_project(
                 "exist. Give its path relative to the landing root, or remove the option to use the "
                 "trail's own metadata records."
             )
+        _check_options(where, fmt, options)
         feeds[str(name)] = FeedConfig(str(name), fmt, path, dict(options))
     catalog, spark_types, identifiers = load_catalog(project_dir / "seeds", feeds)
     return ProjectConfig(
@@ -160,6 +167,57 @@ def load_project(
         table_identifiers=identifiers,
         raw_schema=str(variables.get("cdc_raw_schema", "cdc_raw")),
     )
+
+
+_CHOICES = {
+    "linkexpress_extract": {
+        "unit": ("table", "group"),
+        "difftype": ("open", "jnl"),
+        "logtype": ("auto", "normal", "little"),
+        "null_indicators": ("auto", "yes", "no", True, False),
+        "byteswap": ("auto", "no", "yes"),
+        "outcode": ("auto", "unicode", "euc", "sjis"),
+        "record_length_basis": ("inclusive", "exclusive"),
+    },
+    "hirdb_update_sql": {
+        "where_image": ("after", "before"),
+        "duplicate_transactions": ("reject", "keep"),
+        "identifier_case": ("as_written", "upper"),
+        "hex_fallback": ("reject", "decode_packed"),
+        "placeholder_quoted": ("bare_only", "accept_quoted"),
+    },
+}
+
+
+def _check_options(where: str, fmt: str, options: Mapping[str, Any]) -> None:
+    """Fail fast on decoder options that would make every record of a feed a reject."""
+    import codecs
+    import zoneinfo
+
+    for name, allowed in _CHOICES.get(fmt, {}).items():
+        if name in options and options[name] not in allowed:
+            raise ConfigError(
+                f"{where}.options.{name}: {options[name]!r} is not one of "
+                f"{', '.join(str(a) for a in allowed)} (formats/{fmt}.md)."
+            )
+    if fmt == "hirdb_update_sql":
+        encoding = str(options.get("encoding", "auto"))
+        if encoding != "auto":
+            try:
+                codecs.lookup({"sjis": "cp932", "ujis": "euc_jp"}.get(encoding.lower(), encoding))
+            except LookupError as exc:
+                raise ConfigError(
+                    f"{where}.options.encoding: unknown codec {encoding!r}. Use auto, utf-8, "
+                    "euc_jp or cp932."
+                ) from exc
+        zone = str(options.get("source_time_zone", "UTC"))
+        try:
+            zoneinfo.ZoneInfo(zone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+            raise ConfigError(
+                f"{where}.options.source_time_zone: unknown time zone {zone!r}. Use an IANA "
+                "name such as Asia/Tokyo, or UTC."
+            ) from exc
 
 
 def _read_seed(path: Path, header: list[str]) -> list[dict[str, str]]:

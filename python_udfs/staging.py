@@ -32,7 +32,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from python_udfs import goldengate_trail, qlik_change_tables, qlik_kafka
+from python_udfs import (
+    goldengate_trail,
+    hirdb_update_sql,
+    linkexpress_extract,
+    qlik_change_tables,
+    qlik_kafka,
+)
 from python_udfs.config import ConfigError, ProjectConfig
 from python_udfs.records import DecodeResult, MetadataColumn, Reject
 
@@ -119,6 +125,43 @@ RAW_TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
         ("data", STR_MAP),
         ("before_data", STR_MAP),
     ],
+    "raw_hirdb_update_sql": PROVENANCE
+    + [
+        ("file_name", STR),
+        ("stream", STR),
+        ("line_length", I64),
+        ("encoding", STR),
+        ("update_time", STR),
+        ("update_time_utc", STR),
+        ("stamp_masked", BOOL),
+        ("statement_type", STR),
+        ("source_schema", STR),
+        ("source_table", STR),
+        ("event_code", I32),
+        ("column_names", STR_LIST),
+        ("data", STR_MAP),
+        ("where_data", STR_MAP),
+    ],
+    "raw_linkexpress_extract": PROVENANCE
+    + [
+        ("file_name", STR),
+        ("layout", STR),
+        ("logtype", STR),
+        ("byte_order", STR),
+        ("outcode", STR),
+        ("record_length", I64),
+        ("valid_column_count", I32),
+        ("extraction_id", I32),
+        ("operation_code", I32),
+        ("operation_name", STR),
+        ("source_schema", STR),
+        ("source_table", STR),
+        ("is_full_extract", BOOL),
+        ("transaction_id", STR),
+        ("is_transaction_end", BOOL),
+        ("column_names", STR_LIST),
+        ("data", STR_MAP),
+    ],
     "raw_rejects": [
         ("feed", STR),
         ("source_file", STR),
@@ -173,6 +216,8 @@ FORMAT_TABLES = {
     qlik_change_tables.FORMAT: "raw_qlik_change_tables",
     qlik_kafka.FORMAT: "raw_qlik_kafka",
     goldengate_trail.FORMAT: "raw_goldengate_trail",
+    hirdb_update_sql.FORMAT: "raw_hirdb_update_sql",
+    linkexpress_extract.FORMAT: "raw_linkexpress_extract",
 }
 for _columns in RAW_TABLES.values():
     _columns.append(("ingested_at", TS))  # set by the staging job when it appends the batch
@@ -232,7 +277,8 @@ def list_landing_files(feed_path: Path, fmt: str | None = None) -> Iterator[Path
     """Yield data files under a feed folder in name order (no sidecars, hidden or temp files).
 
     For ``goldengate_trail`` only trail files (``<2 chars><6 or 9 digits>``) are data files,
-    so a sourcedefs file or a ``dirdef`` folder beside the trails is not ingested.
+    so a sourcedefs file or a ``dirdef`` folder beside the trails is not ingested; for
+    ``hirdb_update_sql`` only ``SQLTXT_*`` files are.
     """
     for root, dirs, files in os.walk(feed_path):
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
@@ -241,7 +287,22 @@ def list_landing_files(feed_path: Path, fmt: str | None = None) -> Iterator[Path
                 continue
             if fmt == goldengate_trail.FORMAT and not goldengate_trail.TRAIL_NAME_RE.match(name):
                 continue
+            if fmt == hirdb_update_sql.FORMAT and not hirdb_update_sql.FILE_NAME_RE.match(name):
+                continue
             yield Path(root) / name
+
+
+def superseded_sqltxt(paths: list[Path]) -> set[Path]:
+    """Return the HiRDB update-SQL files that a later file of the same stream follows.
+
+    A loader that lands each output under a new name (``SQLTXT_SV1_DST1.<time>``) appends to
+    the older file no more, so its last line is complete even without a newline.
+    """
+    latest: dict[tuple[Path, str], str] = {}
+    for path in paths:
+        key = (path.parent, hirdb_update_sql.stream_of(path.name))
+        latest[key] = max(latest.get(key, ""), path.name)
+    return {p for p in paths if p.name < latest[(p.parent, hirdb_update_sql.stream_of(p.name))]}
 
 
 def rolled_over_trails(paths: list[Path]) -> set[Path]:
@@ -317,6 +378,27 @@ def decode_candidate(
             start=start,
             start_index=start_index,
             final=is_final,
+        )
+    if fmt == hirdb_update_sql.FORMAT:
+        return hirdb_update_sql.decode_update_sql_file(
+            content,
+            file_name=source_file,
+            catalog=context["catalog"],
+            options=context["options"],
+            start=start,
+            start_index=start_index,
+            final=is_final,
+        )
+    if fmt == linkexpress_extract.FORMAT:
+        return linkexpress_extract.decode_extract_file(
+            content,
+            file_name=source_file,
+            catalog=context["catalog"],
+            extraction_ids=context["extraction_ids"],
+            file_table=linkexpress_extract.file_table_for(
+                source_file, context["options"], list(context["catalog"])
+            ),
+            options=context["options"],
         )
     raise ValueError(f"no decoder for format {fmt!r}")  # pragma: no cover - config validates
 
@@ -563,7 +645,11 @@ class Stager:
             new = grown = 0
             paths = list(list_landing_files(feed.path, feed.format))
             rolled_over = (
-                rolled_over_trails(paths) if feed.format == goldengate_trail.FORMAT else set()
+                rolled_over_trails(paths)
+                if feed.format == goldengate_trail.FORMAT
+                else superseded_sqltxt(paths)
+                if feed.format == hirdb_update_sql.FORMAT
+                else set()
             )
             for path in paths:
                 summary.files_seen += 1
@@ -627,6 +713,15 @@ class Stager:
                         f"{path}: sourcedefs file of feed {feed.name} does not read: {exc}. "
                         "Regenerate it with defgen or fix vars.cdc_feeds.<feed>.options.definitions."
                     ) from exc
+            if feed.format == linkexpress_extract.FORMAT:
+                ids: dict[int, tuple[str, str]] = {}
+                for key, table in (feed.options.get("extraction_ids") or {}).items():
+                    schema, _, name = str(table).rpartition(".")
+                    ids[int(key)] = (schema, name)
+                for (f, ident), table in self.config.table_identifiers.items():
+                    if f == feed.name and ident.strip().isdigit():
+                        ids.setdefault(int(ident), table)
+                context["extraction_ids"] = ids
             if feed.format == qlik_kafka.FORMAT:
                 kafka_catalog = qlik_kafka.KafkaCatalog()
                 kafka_catalog.add_columns([c for cols in catalog.values() for c in cols])

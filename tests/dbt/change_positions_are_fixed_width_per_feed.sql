@@ -1,5 +1,8 @@
 {{ config(severity='error') }}
-{#- change_position must sort lexically: within a feed every position has the same width. -#}
+{#-
+    change_position must sort lexically: within a feed every position has the same width (for
+    file-name positions, file:index, within the feed's files of one name length).
+-#}
 
 with
 
@@ -10,9 +13,10 @@ change_log as (
 widths as (
     select
         feed,
+        length(regexp_extract(change_position, '^(.*):[^:]*$', 1)) as file_name_length,
         count(distinct length(change_position)) as width_count
     from change_log
-    group by feed
+    group by feed, length(regexp_extract(change_position, '^(.*):[^:]*$', 1))
 )
 
 select * from widths

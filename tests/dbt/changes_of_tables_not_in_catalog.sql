@@ -16,5 +16,5 @@ select
     source_table,
     count(*) as change_count
 from change_log
-where not is_in_catalog
+where not is_in_catalog and operation != 'EVENT'
 group by feed, source_schema, source_table

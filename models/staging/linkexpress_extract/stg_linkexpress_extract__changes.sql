@@ -1,0 +1,134 @@
+{#-
+    Linkexpress extract records in the canonical change event shape (DESIGN.md §5).
+    change_position = file name + 12-digit record index; files sort by name (file_order).
+    Full extract rows (0x0000) are LOAD rows, and a full extract replaces its table: a TRUNCATE
+    is derived at position <file>:000000000000, just before the file's first row, so rows loaded
+    earlier and missing from the extract are gone. An empty full extract (0xffff) is a TRUNCATE.
+    One-table files (table unit, group full extracts) are one transaction each, as the decoder
+    marks them; in group differential files a transaction runs up to the next commit record
+    (0x8000), across files, and records with no commit after them yet stay pending. The file
+    carries no times: committed_at is the extract file's modification time (UTC).
+-#}
+
+with
+
+raw_records as (
+    select * from {{ source('linkexpress_extract', 'raw_linkexpress_extract') }}
+    where {{ cdc_committed_batches() }}
+),
+
+file_times as (
+    select
+        feed,
+        source_file,
+        min(modification_time) as file_modified_at
+    from {{ source('cdc', 'raw_ingested_files') }}
+    group by feed, source_file
+),
+
+positioned as (
+    select
+        raw_records.*,
+        file_times.file_modified_at,
+        concat(raw_records.file_name, ':', lpad(cast(raw_records.record_index as string), 12, '0'))
+            as record_position
+    from raw_records
+    left join file_times
+        on
+            raw_records.feed = file_times.feed
+            and raw_records.source_file = file_times.source_file
+),
+
+deduplicated as (
+    {{ cdc_first_delivery('positioned', 'feed, record_position') }}
+),
+
+commits_found as (
+    select
+        *,
+        min(case when operation_code = 32768 then record_position end) over (
+            partition by feed, transaction_id is null
+            order by record_position
+            rows between current row and unbounded following
+        ) as next_commit_position
+    from deduplicated
+),
+
+record_changes as (
+    select
+        feed,
+        source_schema,
+        source_table,
+        record_position as change_position,
+        case operation_code
+            when 0 then 'LOAD'
+            when 1 then 'INSERT'
+            when 2 then 'UPDATE'
+            when 3 then 'DELETE'
+            when 65535 then 'TRUNCATE'
+        end as operation,
+        coalesce(transaction_id, next_commit_position, concat('open:', feed)) as transaction_id,
+        transaction_id is not null or next_commit_position is not null as has_transaction_end,
+        is_transaction_end as marked_transaction_end,
+        file_modified_at as committed_at,
+        case when operation_code = 3 then data end as before_image,
+        case when operation_code in (0, 1, 2) then data end as after_image,
+        source_file,
+        record_offset,
+        record_index,
+        ingest_batch_id
+    from commits_found
+    where operation_code != 32768
+),
+
+full_extract_starts as (
+    select
+        feed,
+        source_schema,
+        source_table,
+        concat(regexp_extract(min(change_position), '^(.*):[^:]*$', 1), ':', repeat('0', 12))
+            as change_position,
+        'TRUNCATE' as operation,
+        min(transaction_id) as transaction_id,
+        true as has_transaction_end,
+        false as marked_transaction_end,
+        min(committed_at) as committed_at,
+        cast(null as map<string, string>) as before_image,
+        cast(null as map<string, string>) as after_image,
+        source_file,
+        cast(0 as bigint) as record_offset,
+        cast(0 as bigint) as record_index,
+        min(ingest_batch_id) as ingest_batch_id
+    from record_changes
+    where operation = 'LOAD'
+    group by feed, source_schema, source_table, source_file
+),
+
+changes as (
+    select * from record_changes
+    union all
+    select * from full_extract_starts
+),
+
+sequenced as (
+    select
+        *,
+        concat_ws(':', feed, change_position) as change_id,
+        {{ cdc_position_in_transaction() }} as transaction_sequence,
+        cast(null as array<string>) as changed_columns,
+        case
+            when marked_transaction_end is not null then marked_transaction_end
+            else has_transaction_end and row_number() over (
+                partition by feed, transaction_id
+                order by change_position desc
+            ) = 1
+        end as is_transaction_end
+    from changes
+),
+
+final as (
+    select {{ cdc_change_columns() | join(', ') }}
+    from sequenced
+)
+
+select * from final
