@@ -147,8 +147,17 @@ def print_summary(config: ProjectConfig, summary, elapsed: float) -> None:
     )
 
 
+#: The Japanese demo feeds' workload has a TRUNCATE (HiRDB PURGE TABLE, Linkexpress empty full
+#: extract) every this many transactions.
+DEMO_TRUNCATE_EVERY = 12
+
+
 def demo(project_dir: Path, seed: int, log=print) -> int:
-    """Simulate, write both Qlik formats, run staging + dbt build, print the summary."""
+    """Simulate, write every demo feed's files, run staging + dbt build, print the summary.
+
+    The Qlik and GoldenGate feeds replicate ``simulator.TABLES``; the HiRDB and Linkexpress
+    feeds a source database of ``simulator.JP_TABLES`` with truncates.
+    """
     from python_udfs import simulator
 
     started = time.monotonic()
@@ -158,8 +167,14 @@ def demo(project_dir: Path, seed: int, log=print) -> int:
     os.environ["CDC_LAKE_ROOT"] = str(demo_root / "lake")
     config = load_project(project_dir, check_paths=False)
     log(f"simulating a source database (seed {seed}) and writing feeds to {config.landing_root}")
-    sim = simulator.simulate(seed=seed)
+    sims = {
+        "default": simulator.simulate(seed=seed),
+        "japanese": simulator.simulate(
+            seed=seed, truncate_every=DEMO_TRUNCATE_EVERY, tables=simulator.JP_TABLES
+        ),
+    }
     for feed in config.feeds.values():
+        sim = sims["japanese" if feed.format in simulator.JP_FORMATS else "default"]
         written = simulator.write_feed(sim, feed.format, feed.path, feed.options)
         log(f"  {feed.name}: {written} file(s) written ({feed.format})")
     config = load_project(project_dir)

@@ -39,6 +39,7 @@ import fastavro
 from python_udfs.qlik_change_tables import DEFAULT_HEADER_FIELDS
 from python_udfs.qlik_kafka import ENVELOPE_SCHEMA, METADATA_SCHEMA
 from python_udfs.simulator_goldengate import gg_type_code, write_trails
+from python_udfs.simulator_japanese import write_extracts, write_sqltxt
 
 HEADERS = DEFAULT_HEADER_FIELDS
 NAMES = [
@@ -59,7 +60,13 @@ PRODUCTS = ["bolt", "nut, hex", "washer", "rivet 3/16", "gear ⚙", "spring"]
 
 @dataclass(frozen=True, slots=True)
 class SimColumn:
-    """A column of a simulated table: Qlik type, Spark type and key position."""
+    """A column of a simulated table.
+
+    ``qlik_type`` is the Qlik Replicate type name, which also drives value generation
+    (``DATETIME_S``: whole seconds; ``TIME``); ``hirdb_type`` / ``lx_type`` are the HiRDB and
+    Linkexpress (Symfoware) type names of the Japanese tables; ``length`` is bytes for
+    character columns and characters for NCHAR; ``pool`` lists the text values to draw from.
+    """
 
     name: str
     qlik_type: str
@@ -69,6 +76,9 @@ class SimColumn:
     length: int = 0
     precision: int = 0
     scale: int = 0
+    hirdb_type: str = ""
+    lx_type: str = ""
+    pool: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +145,160 @@ TABLES = (
 )
 
 
+JP_NAMES = ("山田　太郎", "佐藤　花子", "鈴木　一郎", "高橋　美紀", "渡辺　翔", "伊藤　光")
+JP_FULL_NAMES = tuple(
+    n.ljust(10, "\u3000") for n in ("山田太郎", "佐藤花子", "鈴木一郎", "高橋美紀")
+)
+JP_CITIES = ("東京", "大阪", "名古屋市中区", "ｻｯﾎﾟﾛ", "O'Hare", "横浜", "福岡")
+JP_PRODUCTS = ("ボルト", "ナット", "ワッシャー", "座金 M8", "ばね")
+JP_NOTES = ("", "至急", "ギフト包装", "it's fragile", "再配達")
+JP_RANKS = ("GOLD    ", "SILVER  ", "BRONZE  ")
+
+#: The tables of the Japanese feeds (HiRDB update SQL, Linkexpress extracts): the same three
+#: tables with the types those products have (NCHAR, packed and zoned decimals, no BOOLEAN).
+JP_TABLES = (
+    SimTable(
+        "SALES",
+        "CUSTOMERS",
+        (
+            SimColumn("CUSTOMER_ID", "INT4", "int", 1, hirdb_type="INTEGER", lx_type="INTEGER"),
+            SimColumn(
+                "NAME",
+                "STRING",
+                "string",
+                length=20,
+                hirdb_type="NVARCHAR",
+                lx_type="NCHAR VARYING",
+                pool=JP_NAMES,
+            ),
+            SimColumn(
+                "RANK",
+                "STRING",
+                "string",
+                length=8,
+                hirdb_type="CHAR",
+                lx_type="CHAR",
+                pool=JP_RANKS,
+            ),
+            SimColumn(
+                "CITY",
+                "STRING",
+                "string",
+                nullable=True,
+                length=40,
+                hirdb_type="VARCHAR",
+                lx_type="VARCHAR",
+                pool=JP_CITIES,
+            ),
+            SimColumn(
+                "CREDIT_LIMIT",
+                "NUMERIC",
+                "decimal(12,2)",
+                nullable=True,
+                precision=12,
+                scale=2,
+                hirdb_type="DECIMAL",
+                lx_type="DECIMAL",
+            ),
+            SimColumn(
+                "CREATED_AT", "DATETIME_S", "timestamp", hirdb_type="TIMESTAMP", lx_type="TIMESTAMP"
+            ),
+        ),
+    ),
+    SimTable(
+        "SALES",
+        "ORDER_LINES",
+        (
+            SimColumn("ORDER_ID", "INT8", "bigint", 1, hirdb_type="BIGINT", lx_type="BIGINT"),
+            SimColumn("LINE_NO", "INT2", "smallint", 2, hirdb_type="SMALLINT", lx_type="SMALLINT"),
+            SimColumn(
+                "PRODUCT",
+                "STRING",
+                "string",
+                length=30,
+                hirdb_type="MVARCHAR",
+                lx_type="VARCHAR",
+                pool=JP_PRODUCTS,
+            ),
+            SimColumn(
+                "QUANTITY",
+                "NUMERIC",
+                "int",
+                precision=5,
+                scale=0,
+                hirdb_type="DECIMAL",
+                lx_type="NUMERIC",
+            ),
+            SimColumn(
+                "UNIT_PRICE",
+                "NUMERIC",
+                "decimal(10,3)",
+                precision=10,
+                scale=3,
+                hirdb_type="DECIMAL",
+                lx_type="DECIMAL",
+            ),
+            SimColumn(
+                "NOTE",
+                "STRING",
+                "string",
+                nullable=True,
+                length=300,
+                hirdb_type="VARCHAR",
+                lx_type="VARCHAR",
+                pool=JP_NOTES,
+            ),
+            SimColumn(
+                "SHIPPED_DATE", "DATE", "date", nullable=True, hirdb_type="DATE", lx_type="DATE"
+            ),
+        ),
+    ),
+    SimTable(
+        "HR",
+        "EMPLOYEES",
+        (
+            SimColumn("EMP_NO", "INT4", "int", 1, hirdb_type="INTEGER", lx_type="INTEGER"),
+            SimColumn("FROM_DATE", "DATE", "date", 2, hirdb_type="DATE", lx_type="DATE"),
+            SimColumn(
+                "FULL_NAME",
+                "STRING",
+                "string",
+                length=10,
+                hirdb_type="NCHAR",
+                lx_type="NCHAR",
+                pool=JP_FULL_NAMES,
+            ),
+            SimColumn(
+                "SALARY",
+                "NUMERIC",
+                "decimal(18,2)",
+                precision=18,
+                scale=2,
+                hirdb_type="DECIMAL",
+                lx_type="DECIMAL",
+            ),
+            SimColumn(
+                "RATING",
+                "REAL8",
+                "double",
+                nullable=True,
+                hirdb_type="FLOAT",
+                lx_type="DOUBLE PRECISION",
+            ),
+            SimColumn("SHIFT_START", "TIME", "string", hirdb_type="TIME", lx_type="TIME"),
+            SimColumn("GRADE", "INT2", "smallint", hirdb_type="SMALLINT", lx_type="SMALLINT"),
+        ),
+    ),
+)
+#: Feed formats whose simulated source database has the Japanese tables.
+JP_FORMATS = ("hirdb_update_sql", "linkexpress_extract")
+
+
+def tables_for(fmt: str) -> tuple[SimTable, ...]:
+    """Return the simulated tables a feed format replicates (JP_TABLES or TABLES)."""
+    return JP_TABLES if fmt in JP_FORMATS else TABLES
+
+
 @dataclass(slots=True)
 class SimChange:
     """One captured change: canonical-text images, change sequence and transaction facts."""
@@ -176,8 +340,16 @@ def _value(rng: random.Random, col: SimColumn, key: int = 0) -> str | None:
     kind = col.qlik_type
     if kind in ("INT4", "INT8", "INT2"):
         return str(rng.randint(1, 500))
+    if col.pool:
+        return rng.choice(col.pool)
+    if kind == "TIME":
+        return f"{rng.randint(0, 23):02d}:{rng.choice([0, 15, 30, 45]):02d}:00"
+    if kind == "DATETIME_S":
+        moment = dt.datetime(2023, 1, 1) + dt.timedelta(seconds=rng.randint(0, 10**7))
+        return moment.strftime("%Y-%m-%d %H:%M:%S")
     if kind == "NUMERIC":
-        unscaled = rng.randint(-(10**6), 10**7)
+        bound = 10**col.precision - 1 if col.precision else 10**7
+        unscaled = rng.randint(-min(10**6, bound), min(10**7, bound))
         return format(Decimal(unscaled).scaleb(-col.scale), "f")
     if kind == "REAL8":
         return repr(rng.randint(0, 1000) / 8)
@@ -242,27 +414,32 @@ class _KeyPool:
 
 
 def simulate(
-    seed: int = 7, load_rows: int = 12, transactions: int = 40, truncate_every: int = 0
+    seed: int = 7,
+    load_rows: int = 12,
+    transactions: int = 40,
+    truncate_every: int = 0,
+    tables: tuple[SimTable, ...] = TABLES,
 ) -> Simulation:
     """Run a seeded workload; return its changes and the final state of every table.
 
     ``load_rows`` rows per table are fully loaded first, then ``transactions`` transactions of
     1–4 changes each (inserts 40 %, updates 40 %, deletes 20 %) follow, then one more
     transaction that is left open. With ``truncate_every`` > 0, every such-numbered transaction
-    is instead a TRUNCATE of one table (only GoldenGate trails can carry it here). Change
+    is instead a TRUNCATE of one table (GoldenGate, HiRDB and Linkexpress carry it). ``tables``
+    is the source database (:func:`tables_for` a format). Change
     sequences are 35 digits (16-digit commit time to
     hundredths of a second + 19-digit change number), as Qlik Replicate writes them.
     """
     rng = random.Random(seed)
     state: dict[tuple[str, str], dict[str, dict[str, str | None]]] = {
-        (t.schema, t.name): {} for t in TABLES
+        (t.schema, t.name): {} for t in tables
     }
-    used: dict[tuple[str, str], set[str]] = {(t.schema, t.name): set() for t in TABLES}
+    used: dict[tuple[str, str], set[str]] = {(t.schema, t.name): set() for t in tables}
     changes: list[SimChange] = []
-    live = {t.name: _KeyPool() for t in TABLES}
+    live = {t.name: _KeyPool() for t in tables}
     clock = dt.datetime(2024, 3, 1, 8, 0, 0)
     number = 0
-    for table in TABLES:
+    for table in tables:
         for _ in range(load_rows):
             row = _new_row(rng, table, _new_key(rng, table, used[(table.schema, table.name)]))
             state[(table.schema, table.name)][primary_key_text(table, row)] = row
@@ -278,7 +455,7 @@ def simulate(
         if txn == transactions:
             final = copy.deepcopy(state)
         if truncate_every and txn < transactions and (txn + 1) % truncate_every == 0:
-            table = rng.choice(TABLES)
+            table = rng.choice(tables)
             number += 1
             seq = (
                 clock.strftime("%Y%m%d%H%M%S")
@@ -290,7 +467,7 @@ def simulate(
             changes.append(SimChange(table, "TRUNCATE", None, None, [], seq, txn_id, clock))
             continue
         for _ in range(size):
-            table = rng.choice(TABLES)
+            table = rng.choice(tables)
             rows = state[(table.schema, table.name)]
             roll = rng.random()
             number += 1
@@ -365,11 +542,12 @@ def simulate(
 def catalog_rows(feeds: Mapping[str, str]) -> tuple[list[dict], list[dict]]:
     """Return ``(cdc_columns rows, cdc_tables rows)`` of the simulated tables.
 
-    ``feeds`` maps feed name to format; Kafka tables get their topic as ``table_identifier``.
+    ``feeds`` maps feed name to format; Kafka tables get their topic as ``table_identifier``,
+    Linkexpress tables their extraction id (1, 2, 3 in table order).
     """
     columns, tables = [], []
     for feed, fmt in feeds.items():
-        for table in TABLES:
+        for number, table in enumerate(tables_for(fmt), start=1):
             for ordinal, col in enumerate(table.columns, start=1):
                 columns.append(
                     {
@@ -380,6 +558,10 @@ def catalog_rows(feeds: Mapping[str, str]) -> tuple[list[dict], list[dict]]:
                         "ordinal": ordinal,
                         "source_type": str(gg_type_code(col))
                         if fmt == "goldengate_trail"
+                        else col.hirdb_type
+                        if fmt == "hirdb_update_sql"
+                        else col.lx_type
+                        if fmt == "linkexpress_extract"
                         else col.qlik_type,
                         "length": col.length,
                         "precision": col.precision,
@@ -394,7 +576,11 @@ def catalog_rows(feeds: Mapping[str, str]) -> tuple[list[dict], list[dict]]:
                     "feed": feed,
                     "source_schema": table.schema,
                     "source_table": table.name,
-                    "table_identifier": table.topic if fmt == "qlik_kafka" else "",
+                    "table_identifier": table.topic
+                    if fmt == "qlik_kafka"
+                    else str(number)
+                    if fmt == "linkexpress_extract"
+                    else "",
                 }
             )
     return columns, tables
@@ -411,6 +597,10 @@ def write_feed(
         return _write_kafka(sim, folder)
     if fmt == "goldengate_trail":
         return write_trails(sim, TABLES, folder, options)
+    if fmt == "hirdb_update_sql":
+        return write_sqltxt(sim, folder, options)
+    if fmt == "linkexpress_extract":
+        return write_extracts(sim, folder, options)
     raise ValueError(f"the simulator does not write {fmt!r} yet")
 
 

@@ -1,0 +1,1 @@
+{{ cdc_typed_current_state('hirdb_demo', 'SALES', 'CUSTOMERS') }}

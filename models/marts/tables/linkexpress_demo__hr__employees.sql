@@ -1,0 +1,1 @@
+{{ cdc_typed_current_state('linkexpress_demo', 'HR', 'EMPLOYEES') }}
