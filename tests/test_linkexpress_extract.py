@@ -1,0 +1,337 @@
+"""Linkexpress extract decoder: hand-built records of every layout (hex written here, after the
+seed's field order), the formats page's vectors, simulator round trips over every layout ×
+LOGTYPE × byte order, and fuzzing (formats/linkexpress_extract.md, *Test vectors*)."""
+
+from __future__ import annotations
+
+import collections
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from python_udfs.linkexpress_extract import decode_extract_file, file_table_for
+from python_udfs.records import MetadataColumn
+from python_udfs.simulator import JP_TABLES, catalog_rows, simulate
+from python_udfs.simulator_japanese import lx_record
+
+ORDERS = ("S", "ORDERS")
+
+
+def col(name, ordinal, source_type, length=None, precision=None, scale=None, key=0):
+    return MetadataColumn(
+        "S", "ORDERS", None, name, ordinal, source_type, length, precision, scale, key, True, "test"
+    )
+
+
+#: ORDERS(ID INTEGER, NAME VARCHAR(6), PRICE DECIMAL(5,2), QTY NUMERIC(3,0), SHIP_DATE DATE)
+CATALOG = {
+    ORDERS: [
+        col("ID", 1, "INTEGER", key=1),
+        col("NAME", 2, "VARCHAR", 6),
+        col("PRICE", 3, "DECIMAL", precision=5, scale=2),
+        col("QTY", 4, "NUMERIC", precision=3, scale=0),
+        col("SHIP_DATE", 5, "DATE"),
+    ]
+}
+h = bytes.fromhex
+# The worked example: layout A, NORMAL, big-endian, 34-byte records.
+RECORD_1 = h("0001" "0000 0000002A" "0000 0003 414243202020" "0000 12345C" "FFFF 000000" "0000 07E70B15")
+RECORD_2 = h("0003" "0000 00000007" "0000 0002 585920202020" "0000 00050D" "0000 303130" "0000 07E8021D")
+ROW_1 = {"ID": "42", "NAME": "ABC", "PRICE": "123.45", "QTY": None, "SHIP_DATE": "2023-11-21"}
+ROW_2 = {"ID": "7", "NAME": "XY", "PRICE": "-0.50", "QTY": "10", "SHIP_DATE": "2024-02-29"}
+
+
+def decode(data, file_name="X", **options):
+    unit = options.get("unit", "table")
+    return decode_extract_file(
+        data,
+        file_name=file_name,
+        catalog=CATALOG,
+        extraction_ids={3: ORDERS},
+        file_table=ORDERS if unit == "table" else None,
+        options=options,
+    )
+
+
+def test_worked_example_layout_a_normal():
+    result = decode(RECORD_1 + RECORD_2)
+    assert result.rejects == []
+    first, second = result.rows
+    assert (first["operation_name"], first["record_index"], first["record_offset"]) == ("INSERT", 1, 0)
+    assert first["data"] == ROW_1 and (first["layout"], first["logtype"]) == ("A", "NORMAL")
+    assert (second["operation_name"], second["record_offset"], second["data"]) == ("DELETE", 34, ROW_2)
+    assert first["transaction_id"] == second["transaction_id"] == "X:000000000002"
+    assert (first["is_transaction_end"], second["is_transaction_end"]) == (False, True)
+
+
+def test_hand_built_record_of_each_layout():
+    # A, LITTLE: [len 35][op 0002] items in compact form (VARCHAR without padding).
+    a = decode(h("00000023 0002 0000 0000002A 0000 0003 414243 0000 12500C 0000 303038 0000 07E70B16"))
+    assert a.rows[0]["data"] == {
+        "ID": "42",
+        "NAME": "ABC",
+        "PRICE": "125.00",
+        "QTY": "8",
+        "SHIP_DATE": "2023-11-22",
+    }
+    assert (a.rows[0]["operation_name"], a.rows[0]["logtype"], a.rows[0]["record_length"]) == (
+        "UPDATE",
+        "LITTLE",
+        35,
+    )
+    # B, NORMAL: [op] items without null indicators (24 bytes).
+    b = decode(h("0001 0000002A 0003 414243202020 12345C 303037 07E70B15"), null_indicators="no")
+    assert b.rows[0]["layout"] == "B" and b.rows[0]["data"] == dict(ROW_1, QTY="7")
+    # C (JNL): [len 42][valid count 6][op null 0000][op] + the 32 item bytes of record 1.
+    c = decode(h("0000002A 0006 0000 0001") + RECORD_1[2:], difftype="jnl")
+    assert c.rows[0]["layout"] == "C" and c.rows[0]["valid_column_count"] == 6
+    assert c.rows[0]["data"] == ROW_1
+    # D: [len 41][valid 7][extraction id 3][0000][op] LITTLE items, then a commit record.
+    d = decode(
+        h("00000029 0007 0003 0000 0001 0000 0000002A 0000 0003 414243 0000 12345C 0000 303037 0000 07E70B15")
+        + h("0000000A 0001 0000 8000"),
+        file_name="G",
+        unit="group",
+    )
+    assert [r["operation_name"] for r in d.rows] == ["INSERT", "COMMIT"]
+    assert (d.rows[0]["source_table"], d.rows[0]["extraction_id"]) == ("ORDERS", 3)
+    assert d.rows[0]["data"] == dict(ROW_1, QTY="7") and d.rows[0]["transaction_id"] is None
+    # E: [len 28][valid 7][id 3][op] LITTLE items without indicators, then [len 8][1][8000].
+    e = decode(
+        h("0000001C 0007 0003 0003 00000007 0002 5859 00050D 303130 07E8021D") + h("00000008 0001 8000"),
+        unit="group",
+    )
+    assert e.rows[0]["layout"] == "E" and e.rows[0]["data"] == ROW_2
+    assert e.rows[1]["operation_name"] == "COMMIT"
+
+
+@pytest.mark.parametrize(
+    ("data", "options", "expected"),
+    [
+        (h("FFFF"), {}, ("EMPTY_FULL_EXTRACT", "NORMAL", "big")),
+        (h("00000006FFFF"), {}, ("EMPTY_FULL_EXTRACT", "LITTLE", "big")),
+        (h("0A00000001000000 0080"), {"unit": "group"}, ("COMMIT", "NORMAL", "little")),
+    ],
+)
+def test_markers_and_byte_order_detection(data, options, expected):
+    result = decode(data, **options)
+    assert result.rejects == []
+    row = result.rows[0]
+    assert (row["operation_name"], row["logtype"], row["byte_order"]) == expected
+
+
+@pytest.mark.parametrize(
+    ("data", "options", "rejects", "rows"),
+    [
+        (h("000000060004"), {"logtype": "little"}, [(0, 6, "unknown_operation", "unknown operation 0x0004")], 0),
+        (
+            h("00000029 0005 0003 0000 0001") + bytes(29),
+            {"unit": "group", "logtype": "little"},
+            [(0, 41, "bad_valid_count", "valid column count 5, expected 7")],
+            0,
+        ),
+        ((RECORD_1 + RECORD_2)[:50], {}, [(34, 16, "truncated_record", "truncated record at offset 34")], 1),
+        (
+            RECORD_1[:20] + h("123A5C") + RECORD_1[23:] + RECORD_2,
+            {"logtype": "normal"},
+            [(0, 34, "bad_value", "invalid packed digit or sign")],
+            1,
+        ),
+        (
+            RECORD_1[:2] + h("1234") + RECORD_1[4:] + RECORD_2,
+            {"logtype": "normal"},
+            [(0, 34, "bad_null_indicator", "null indicator 1234")],
+            1,
+        ),
+        (
+            h("00000023 0002 0000 0000002A 0000 0003 414243 0000 12500C 0000 303038 0000 07E70B16")
+            + h("00000099 0001"),
+            {},
+            [(35, 6, "bad_record_length", "overruns")],
+            1,
+        ),
+        (RECORD_1 + RECORD_2 + h("FFFF"), {}, [(68, 2, "empty_marker_among_rows", "empty-extract marker")], 2),
+    ],
+)
+def test_bad_records_become_rejects_with_their_offset(data, options, rejects, rows):
+    result = decode(data, **options)
+    got = [(r.offset, r.length, r.reason) for r in result.rejects]
+    assert got == [r[:3] for r in rejects]
+    for reject, (*_rest, message) in zip(result.rejects, rejects, strict=True):
+        assert message in reject.message
+    assert len(result.rows) == rows
+
+
+def test_undecodable_text_is_a_reject_naming_the_column():
+    bad = RECORD_1[:12] + h("81FF43202020") + RECORD_1[18:]
+    result = decode(bad + RECORD_2, outcode="sjis", logtype="normal")
+    assert [(r.offset, r.reason) for r in result.rejects] == [(0, "undecodable_bytes")]
+    assert "NAME" in result.rejects[0].message and len(result.rows) == 1
+
+
+def test_file_table_comes_from_the_glob_or_the_table_folder():
+    tables = [ORDERS, ("HR", "EMPLOYEES")]
+    assert file_table_for("feed/S.ORDERS/LX1.dat", {}, tables) == ORDERS
+    assert file_table_for("feed/LX1.dat", {}, tables) is None
+    assert file_table_for("feed/x/FULL_E_1.dat", {"full_extract_tables": {"FULL_E_*": "HR.EMPLOYEES"}}, tables) == (
+        "HR",
+        "EMPLOYEES",
+    )
+    result = decode_extract_file(RECORD_1, file_name="LX1.dat", catalog=CATALOG)
+    assert [r.reason for r in result.rejects] == ["unknown_table"]
+
+
+def jp_catalog():
+    columns, tables = catalog_rows({"f": "linkexpress_extract"})
+    catalog = collections.defaultdict(list)
+    for r in columns:
+        catalog[(r["source_schema"], r["source_table"])].append(
+            MetadataColumn(
+                r["source_schema"],
+                r["source_table"],
+                None,
+                r["column_name"],
+                r["ordinal"],
+                r["source_type"],
+                r["length"] or None,
+                r["precision"] or None,
+                r["scale"],
+                r["primary_key_position"],
+                r["nullable"] == "true",
+                "catalog_seed",
+            )
+        )
+    ids = {int(t["table_identifier"]): (t["source_schema"], t["source_table"]) for t in tables}
+    return dict(catalog), ids
+
+
+def _rows(nulls: bool):
+    sim = simulate(seed=8, load_rows=10, transactions=20, tables=JP_TABLES)
+    rows = []
+    for change in sim.changes:
+        image = change.after or change.before
+        if not nulls:
+            image = {k: v for k, v in image.items()}
+            for c in change.table.columns:
+                if image[c.name] is None:  # layouts B and E cannot carry NULL
+                    image[c.name] = {"CITY": "東京", "NOTE": "", "SHIPPED_DATE": "2024-01-01"}.get(
+                        c.name, "0.0" if c.lx_type == "DOUBLE PRECISION" else "1.00"
+                    )
+        op = {"LOAD": 0, "INSERT": 1, "UPDATE": 2, "DELETE": 3}[change.operation]
+        rows.append((change.table, op, image))
+    return rows
+
+
+@pytest.mark.parametrize("layout", ["A", "B", "C", "D", "E"])
+@pytest.mark.parametrize("logtype", ["normal", "little"])
+@pytest.mark.parametrize("order", [">", "<"])
+@pytest.mark.parametrize("outcode", ["sjis", "euc", "unicode"])
+def test_simulated_files_round_trip_every_value(layout, logtype, order, outcode):
+    catalog, ids = jp_catalog()
+    rows = _rows(nulls=layout in "ACD")
+    group = layout in "DE"
+    files: dict = collections.defaultdict(list)
+    for table, op, image in rows:
+        if layout == "C" and op == 0:
+            continue  # a JNL file holds differential records only
+        key = None if group else (table.schema, table.name)
+        ext_id = [i for i, t in ids.items() if t == (table.schema, table.name)][0]
+        files[key].append(
+            (
+                table,
+                image,
+                op,
+                lx_record(
+                    layout,
+                    table.columns,
+                    image,
+                    op if not (group and op == 0) else 1,
+                    little=logtype == "little",
+                    order=order,
+                    outcode=outcode,
+                    extraction_id=ext_id,
+                ),
+            )
+        )
+    options = {
+        "unit": "group" if group else "table",
+        "difftype": "jnl" if layout == "C" else "open",
+        "outcode": outcode,
+    }
+    for key, records in files.items():
+        data = b"".join(r[3] for r in records)
+        if group:
+            data += lx_record(layout, (), None, 0x8000, little=logtype == "little", order=order)
+        result = decode_extract_file(
+            data,
+            file_name="F.dat",
+            catalog=catalog,
+            extraction_ids=ids,
+            file_table=key,
+            options=options,
+        )
+        assert result.rejects == [], result.rejects[:2]
+        decoded = [r for r in result.rows if r["operation_name"] != "COMMIT"]
+        assert len(decoded) == len(records)
+        for row, (table, image, _op, _raw) in zip(decoded, records, strict=True):
+            assert row["layout"] == layout
+            if any(c.lx_type in ("VARCHAR", "NCHAR VARYING") for c in table.columns):
+                # without variable-length items NORMAL and LITTLE items are the same bytes
+                assert row["logtype"].lower() == logtype
+            assert row["byte_order"] == ("big" if order == ">" else "little")
+            assert row["source_table"] == table.name and row["data"] == image
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_fuzzed_files_never_raise_and_every_byte_is_a_row_or_a_reject(data):
+    catalog, ids = jp_catalog()
+    layout = data.draw(st.sampled_from(["A", "D"]))
+    little = data.draw(st.booleans())
+    rng = random.Random(data.draw(st.integers(0, 1000)))
+    rows = [r for r in _rows(nulls=True) if layout == "D" or r[0] is JP_TABLES[0]]
+    raw = bytearray()
+    for table, op, image in rng.sample(rows, min(len(rows), 12)):
+        raw += lx_record(layout, table.columns, image, op or 1, little=little, extraction_id=1)
+    for _ in range(data.draw(st.integers(0, 5))):
+        pos = data.draw(st.integers(0, max(len(raw) - 1, 0)))
+        kind = data.draw(st.sampled_from(["flip", "cut", "insert"]))
+        if kind == "flip" and raw:
+            raw[pos] ^= 1 << data.draw(st.integers(0, 7))
+        elif kind == "cut":
+            del raw[pos:]
+        else:
+            raw[pos:pos] = data.draw(st.binary(max_size=6))
+    result = decode_extract_file(
+        bytes(raw),
+        file_name="F.dat",
+        catalog=catalog,
+        extraction_ids=ids,
+        file_table=None if layout == "D" else ("SALES", "CUSTOMERS"),
+        options={"unit": "group" if layout == "D" else "table"},
+    )
+    if not raw:
+        assert result.rows == [] and result.rejects == []
+        return
+    # NORMAL records carry no length: a row reaches to the next record or reject, or the end.
+    starts = sorted([r["record_offset"] for r in result.rows] + [r.offset for r in result.rejects])
+    following = dict(zip(starts, starts[1:] + [len(raw)], strict=True))
+    spans = sorted(
+        [
+            (
+                r["record_offset"],
+                r["record_offset"] + r["record_length"]
+                if r["record_length"]
+                else following[r["record_offset"]],
+            )
+            for r in result.rows
+        ]
+        + [(r.offset, r.offset + r.length) for r in result.rejects]
+    )
+    position = 0
+    for start, end in spans:
+        assert start == position, (spans, len(raw))
+        position = end
+    assert position == len(raw)
