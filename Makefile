@@ -49,6 +49,7 @@ lock:
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/staging_throughput.py
 	$(BIN)/python benchmarks/goldengate_throughput.py
+	$(BIN)/python benchmarks/japanese_throughput.py
 
 clean:
 	rm -rf demo target logs lake landing .pytest_cache

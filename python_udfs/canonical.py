@@ -34,6 +34,7 @@ __all__ = [
     "canonical_qlik_value",
     "mask_set_bits",
     "normalize_mask_hex",
+    "japanese_text_score",
 ]
 
 _INT_RE = re.compile(r"[+-]?\d+")
@@ -282,3 +283,27 @@ def mask_set_bits(mask_hex: str, bit_order: str = "lsb_last_hex") -> list[int]:
     else:
         raise ValueError(f"unknown mask_bit_order {bit_order!r}")
     return [k for k in range(value.bit_length()) if (value >> k) & 1]
+
+
+def _is_plain_japanese(code: int) -> bool:
+    return (
+        0x20 <= code < 0x7F
+        or 0x3000 <= code <= 0x30FF  # CJK symbols, hiragana, katakana
+        or 0x4E00 <= code <= 0x9FFF  # CJK unified ideographs
+        or 0xFF00 <= code <= 0xFFEF  # half- and full-width forms
+        or code in (0x09, 0x0A, 0x0D)
+    )
+
+
+def japanese_text_score(text: str, sample: int = 200_000) -> float:
+    """Return how Japanese a text looks, from 0 to 1.
+
+    The score is the share of the first ``sample`` characters that are ASCII, kana, CJK or
+    half/full-width forms. It is used to choose between Japanese encodings that all decode the same bytes strictly: EUC-JP
+    bytes read as UTF-16 give Hangul and Yi syllables, not kanji, so the right codec scores
+    higher. An empty text scores 1.
+    """
+    head = text[:sample]
+    if not head:
+        return 1.0
+    return sum(1 for ch in head if _is_plain_japanese(ord(ch))) / len(head)

@@ -29,7 +29,7 @@ import re
 import zoneinfo
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from python_udfs.canonical import (
     canonical_date,
@@ -38,6 +38,7 @@ from python_udfs.canonical import (
     canonical_integer,
     canonical_time,
     canonical_timestamp,
+    japanese_text_score,
 )
 from python_udfs.records import DecodeResult, MetadataColumn, Reject
 
@@ -105,8 +106,7 @@ class HiRDBError(ValueError):
         self.reason = reason
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
     """One lexical token.
 
     ``kind`` (qident, string, pstring, number, placeholder, word, punct, comment), its ``text``
@@ -157,27 +157,30 @@ def tokenize(body: str) -> list[Token]:
     that starts no token.
     """
     tokens: list[Token] = []
-    pos, end = 0, len(body)
-    match = _TOKEN_RE.match
-    while pos < end:
-        m = match(body, pos)
-        if m is None:
-            char = body[pos]
-            if char in "'\"":
-                raise HiRDBError(
-                    "unterminated_literal", f"unterminated {char} literal at column {pos + 1}"
-                )
-            if body.startswith("/*", pos):
-                raise HiRDBError("unparsable_sql", f"unterminated comment at column {pos + 1}")
-            raise HiRDBError("unparsable_sql", f"unexpected character {char!r} at column {pos + 1}")
+    pos = 0
+    for m in _TOKEN_RE.finditer(body):
+        if m.start() != pos:
+            _bad_character(body, pos)
         kind = m.lastgroup
         if kind == "comment_body":  # pragma: no cover - lastgroup names the outer group
             kind = "comment"
         if kind != "ws":
-            text = m.group("comment_body") if kind == "comment" else m.group()
-            tokens.append(Token(kind, text, pos))
+            tokens.append(
+                Token(kind, m.group("comment_body") if kind == "comment" else m.group(), pos)
+            )
         pos = m.end()
+    if pos != len(body):
+        _bad_character(body, pos)
     return tokens
+
+
+def _bad_character(body: str, pos: int) -> None:
+    char = body[pos]
+    if char in "'\"":
+        raise HiRDBError("unterminated_literal", f"unterminated {char} literal at column {pos + 1}")
+    if body.startswith("/*", pos):
+        raise HiRDBError("unparsable_sql", f"unterminated comment at column {pos + 1}")
+    raise HiRDBError("unparsable_sql", f"unexpected character {char!r} at column {pos + 1}")
 
 
 def _unquote(text: str, quote: str) -> str:
@@ -499,20 +502,27 @@ def packed_decimal(hex_digits: str, scale: int) -> str:
 def choose_encoding(lines: Sequence[bytes], option: str) -> tuple[str, list[str]]:
     """Return the codec for a file's lines and warnings.
 
-    ``auto`` takes the first of UTF-8, EUC-JP, CP932 that decodes every line strictly; when
-    none does, the one with the fewest undecodable lines (a warning says so). Other values
-    are codec names (``sjis`` means CP932, ``ujis`` EUC-JP).
+    ``auto`` keeps those of UTF-8, EUC-JP, CP932 that decode every line strictly and takes the
+    one whose text looks most Japanese (:func:`python_udfs.canonical.japanese_text_score`; ties
+    keep that order). When none decodes every line, the one with the fewest undecodable lines
+    is used and a warning says so. Other values are codec names (``sjis`` means CP932, ``ujis``
+    EUC-JP).
     """
     option = ENCODING_ALIASES.get(str(option).lower(), str(option).lower())
     if option != "auto":
         return option, []
     whole = b"\n".join(lines)
+    best, best_score = None, -1.0
     for codec in AUTO_ENCODINGS:
         try:
-            whole.decode(codec)
-            return codec, []
+            text = whole.decode(codec)
         except UnicodeDecodeError:
-            pass
+            continue
+        score = japanese_text_score(text)
+        if score > best_score:
+            best, best_score = codec, score
+    if best is not None:
+        return best, []
 
     def failures(codec: str) -> int:
         bad = 0

@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from python_udfs.canonical import japanese_text_score
 from python_udfs.records import DecodeResult, MetadataColumn, Reject
 
 FORMAT = "linkexpress_extract"
@@ -594,8 +595,10 @@ def _text(value: tuple[str, bytes], char: str, nchar: str, rtrim: bool) -> str:
 def choose_outcode(records: Sequence[ParsedRecord], opts: Mapping[str, Any], order: str) -> str:
     """Settle ``outcode: auto``.
 
-    Take the first auto``: the first of unicode, euc, sjis whose codecs decode every text item
-    of the first 1000 records strictly.
+    Among unicode, euc and sjis, keep those whose codecs decode every text item of the first
+    1000 records strictly, and take the one whose text looks most Japanese
+    (:func:`python_udfs.canonical.japanese_text_score`; ties keep that order). NCHAR bytes
+    alone often decode in several codecs, which is what the score settles.
     """
     option = str(opts["outcode"]).lower()
     if option != "auto":
@@ -603,15 +606,17 @@ def choose_outcode(records: Sequence[ParsedRecord], opts: Mapping[str, Any], ord
             raise ValueError(f"unknown outcode {option!r}")
         return option
     sample = [v for r in records[:1000] if r.items for v in r.items if isinstance(v, tuple)]
+    best, best_score = "unicode", -1.0
     for outcode in OUTCODES:
         char, nchar = _codecs(outcode, order, opts.get("nchar_encoding"))
         try:
-            for value in sample:
-                _text(value, char, nchar, False)
+            text = "".join(_text(value, char, nchar, False) for value in sample)
         except UnicodeDecodeError:
             continue
-        return outcode
-    return "unicode"
+        score = japanese_text_score(text)
+        if score > best_score:
+            best, best_score = outcode, score
+    return best
 
 
 def decode_extract_file(

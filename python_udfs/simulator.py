@@ -586,6 +586,42 @@ def catalog_rows(feeds: Mapping[str, str]) -> tuple[list[dict], list[dict]]:
     return columns, tables
 
 
+def seed_catalog(fmt: str, feed: str = "feed"):
+    """Return the catalog a decoder receives for the simulated tables of ``fmt``.
+
+    That is ``{(schema, table): [MetadataColumn, …]}`` built from :func:`catalog_rows`, as
+    staging builds it from the seeds, and ``{table_identifier as int: (schema, table)}`` for
+    numeric identifiers (Linkexpress extraction ids).
+    """
+    from python_udfs.records import MetadataColumn
+
+    columns, tables = catalog_rows({feed: fmt})
+    catalog: dict[tuple[str, str], list] = {}
+    for r in columns:
+        catalog.setdefault((r["source_schema"], r["source_table"]), []).append(
+            MetadataColumn(
+                r["source_schema"],
+                r["source_table"],
+                None,
+                r["column_name"],
+                r["ordinal"],
+                r["source_type"],
+                r["length"] or None,
+                r["precision"] or None,
+                r["scale"],
+                r["primary_key_position"],
+                r["nullable"] == "true",
+                "catalog_seed",
+            )
+        )
+    ids = {
+        int(t["table_identifier"]): (t["source_schema"], t["source_table"])
+        for t in tables
+        if str(t["table_identifier"]).isdigit()
+    }
+    return catalog, ids
+
+
 def write_feed(
     sim: Simulation, fmt: str, folder: Path, options: Mapping[str, Any] | None = None
 ) -> int:

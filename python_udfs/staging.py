@@ -476,6 +476,19 @@ def file_outputs(
         )
         out.append({"kind": "raw_ingested_files", "raw_ingested_files": manifest})
         return out
+    if start and start == size:  # touched but not grown: nothing to decode
+        manifest.update(
+            sha256=whole_file_sha256(start),
+            byte_end=start,
+            prefix_sha256=expected,
+            record_index_end=candidate["start_index"],
+            rows=0,
+            rejects=0,
+            reject_bytes=0,
+            status="ingested",
+        )
+        out.append({"kind": "raw_ingested_files", "raw_ingested_files": manifest})
+        return out
     try:
         result = decode_candidate(
             candidate["format"],
@@ -662,7 +675,9 @@ class Stager:
                 expected = None
                 if last is not None:
                     same_mtime = last["mtime_us"] == mtime_us
-                    if last["file_size"] == stat.st_size and same_mtime:
+                    unchanged = last["file_size"] == stat.st_size and same_mtime
+                    # a partial file whose writer has moved on is read once more, as final
+                    if unchanged and not (last["status"] == "partial" and path in rolled_over):
                         summary.files_skipped += 1
                         continue
                     if last["status"] == "refused":

@@ -7,8 +7,9 @@ import shutil
 
 import pytest
 
+from python_udfs.cli import DEMO_TRUNCATE_EVERY
 from python_udfs.config import CDC_COLUMNS_HEADER, load_project
-from python_udfs.simulator import catalog_rows, simulate, write_feed
+from python_udfs.simulator import JP_TABLES, catalog_rows, simulate, write_feed
 from tests.spark_project import REPO, cdc, make_project, read_mart, write_seeds
 
 pytestmark = pytest.mark.spark
@@ -17,6 +18,12 @@ FEEDS = {
     "qlik_kafka_demo": "qlik_kafka",
     "goldengate_demo": "goldengate_trail",
 }
+JP_FEEDS = {"hirdb_demo": "hirdb_update_sql", "linkexpress_demo": "linkexpress_extract"}
+
+
+def jp_simulation():
+    """The Japanese demo feeds' workload (JP_TABLES, with truncates), as `cdc demo` runs it."""
+    return simulate(seed=11, truncate_every=DEMO_TRUNCATE_EVERY, tables=JP_TABLES)
 
 
 def _state(lake):
@@ -29,11 +36,11 @@ def _state(lake):
 
 
 def test_shipped_seeds_describe_the_simulated_tables():
-    columns, tables = catalog_rows(FEEDS)
+    columns, tables = catalog_rows({**FEEDS, **JP_FEEDS})
     with (REPO / "seeds" / "cdc_columns.csv").open(encoding="utf-8") as fh:
         shipped = list(csv.DictReader(fh))
     assert [{k: str(v) for k, v in row.items()} for row in columns] == shipped
-    assert len(tables) == 9 and CDC_COLUMNS_HEADER == list(shipped[0])
+    assert len(tables) == 15 and CDC_COLUMNS_HEADER == list(shipped[0])
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +52,8 @@ def oracle_run(tmp_path_factory):
     feeds = load_project(project, check_paths=False).feeds
     for feed, fmt in FEEDS.items():
         write_feed(sim, fmt, landing / feed, feeds[feed].options)
+    for feed, fmt in JP_FEEDS.items():
+        write_feed(jp_simulation(), fmt, landing / feed, feeds[feed].options)
     first = cdc(project, "run", landing=landing, lake=lake)
     return sim, project, landing, lake, first
 
@@ -55,7 +64,7 @@ def test_current_state_equals_the_simulated_database(oracle_run):
     for feed in FEEDS:
         assert state[feed] == {k: v for k, v in sim.final_state.items() if v}, feed
     pending = read_mart(lake, "pending_changes")
-    assert {r["feed"] for r in pending} <= {"qlik_kafka_demo", "goldengate_demo"}
+    assert {r["feed"] for r in pending} <= {"qlik_kafka_demo", "goldengate_demo", *JP_FEEDS}
     for feed in (
         "qlik_kafka_demo",
         "goldengate_demo",
@@ -64,6 +73,26 @@ def test_current_state_equals_the_simulated_database(oracle_run):
             len(sim.open_transaction) - 1, 0
         )
     assert "cdc_changelog: what this run built" in first.stdout
+    jp_sim = jp_simulation()
+    assert any(c.operation == "TRUNCATE" for c in jp_sim.changes)
+    for feed in JP_FEEDS:  # PURGE TABLE / empty full extracts in the middle of the workload
+        assert state[feed] == {k: v for k, v in jp_sim.final_state.items() if v}, feed
+        # the open transaction has no COMMIT line / commit record yet
+        assert len([r for r in pending if r["feed"] == feed]) == len(jp_sim.open_transaction)
+    log = read_mart(lake, "change_log")
+    events = [r for r in log if r["feed"] == "hirdb_demo" and r["operation"] == "EVENT"]
+    assert events and all(r["source_table"] is None for r in events)
+    loads = [r for r in log if r["feed"] == "linkexpress_demo" and r["operation"] == "LOAD"]
+    load_files = {r["source_file"] for r in loads}
+    assert len(load_files) >= 3  # a full extract per table, and a re-extract in the middle
+    derived = {
+        r["source_file"]
+        for r in log
+        if r["feed"] == "linkexpress_demo"
+        and r["operation"] == "TRUNCATE"
+        and r["change_position"].endswith(":000000000000")
+    }
+    assert derived == load_files  # each full extract replaces its table
 
 
 def test_change_log_is_unique_ordered_and_has_paired_update_images(oracle_run):

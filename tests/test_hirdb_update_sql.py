@@ -3,8 +3,6 @@ fuzzed lines (formats/hirdb_update_sql.md, *Test vectors*)."""
 
 from __future__ import annotations
 
-import collections
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,7 +15,7 @@ from python_udfs.hirdb_update_sql import (
     typed_value,
 )
 from python_udfs.records import MetadataColumn
-from python_udfs.simulator import JP_TABLES, catalog_rows, simulate
+from python_udfs.simulator import JP_TABLES, seed_catalog, simulate
 from python_udfs.simulator_japanese import sqltxt_lines
 
 #: The six lines under 出力例 in seeds/hirdb_update_sql_file_ja.txt, as printed there.
@@ -258,26 +256,7 @@ def test_parser_reads_bare_and_quoted_identifiers_and_every_literal_kind():
 
 
 def jp_catalog():
-    columns, _tables = catalog_rows({"f": "hirdb_update_sql"})
-    catalog = collections.defaultdict(list)
-    for r in columns:
-        catalog[(r["source_schema"], r["source_table"])].append(
-            MetadataColumn(
-                r["source_schema"],
-                r["source_table"],
-                None,
-                r["column_name"],
-                r["ordinal"],
-                r["source_type"],
-                r["length"] or None,
-                r["precision"] or None,
-                r["scale"],
-                r["primary_key_position"],
-                r["nullable"] == "true",
-                "catalog_seed",
-            )
-        )
-    return dict(catalog)
+    return seed_catalog("hirdb_update_sql")[0]
 
 
 @pytest.mark.parametrize(

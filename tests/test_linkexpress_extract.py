@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from python_udfs.linkexpress_extract import decode_extract_file, file_table_for
 from python_udfs.records import MetadataColumn
-from python_udfs.simulator import JP_TABLES, catalog_rows, simulate
+from python_udfs.simulator import JP_TABLES, seed_catalog, simulate
 from python_udfs.simulator_japanese import lx_record
 
 ORDERS = ("S", "ORDERS")
@@ -37,8 +37,8 @@ CATALOG = {
 }
 h = bytes.fromhex
 # The worked example: layout A, NORMAL, big-endian, 34-byte records.
-RECORD_1 = h("0001" "0000 0000002A" "0000 0003 414243202020" "0000 12345C" "FFFF 000000" "0000 07E70B15")
-RECORD_2 = h("0003" "0000 00000007" "0000 0002 585920202020" "0000 00050D" "0000 303130" "0000 07E8021D")
+RECORD_1 = h("00010000 0000002A0000 0003 4142432020200000 12345CFFFF 0000000000 07E70B15")
+RECORD_2 = h("00030000 000000070000 0002 5859202020200000 00050D0000 3031300000 07E8021D")
 ROW_1 = {"ID": "42", "NAME": "ABC", "PRICE": "123.45", "QTY": None, "SHIP_DATE": "2023-11-21"}
 ROW_2 = {"ID": "7", "NAME": "XY", "PRICE": "-0.50", "QTY": "10", "SHIP_DATE": "2024-02-29"}
 
@@ -59,16 +59,26 @@ def test_worked_example_layout_a_normal():
     result = decode(RECORD_1 + RECORD_2)
     assert result.rejects == []
     first, second = result.rows
-    assert (first["operation_name"], first["record_index"], first["record_offset"]) == ("INSERT", 1, 0)
+    assert (first["operation_name"], first["record_index"], first["record_offset"]) == (
+        "INSERT",
+        1,
+        0,
+    )
     assert first["data"] == ROW_1 and (first["layout"], first["logtype"]) == ("A", "NORMAL")
-    assert (second["operation_name"], second["record_offset"], second["data"]) == ("DELETE", 34, ROW_2)
+    assert (second["operation_name"], second["record_offset"], second["data"]) == (
+        "DELETE",
+        34,
+        ROW_2,
+    )
     assert first["transaction_id"] == second["transaction_id"] == "X:000000000002"
     assert (first["is_transaction_end"], second["is_transaction_end"]) == (False, True)
 
 
 def test_hand_built_record_of_each_layout():
     # A, LITTLE: [len 35][op 0002] items in compact form (VARCHAR without padding).
-    a = decode(h("00000023 0002 0000 0000002A 0000 0003 414243 0000 12500C 0000 303038 0000 07E70B16"))
+    a = decode(
+        h("00000023 0002 0000 0000002A 0000 0003 414243 0000 12500C 0000 303038 0000 07E70B16")
+    )
     assert a.rows[0]["data"] == {
         "ID": "42",
         "NAME": "ABC",
@@ -90,7 +100,9 @@ def test_hand_built_record_of_each_layout():
     assert c.rows[0]["data"] == ROW_1
     # D: [len 41][valid 7][extraction id 3][0000][op] LITTLE items, then a commit record.
     d = decode(
-        h("00000029 0007 0003 0000 0001 0000 0000002A 0000 0003 414243 0000 12345C 0000 303037 0000 07E70B15")
+        h(
+            "00000029 0007 0003 0000 0001 0000 0000002A 0000 0003 414243 0000 12345C 0000 303037 0000 07E70B15"
+        )
         + h("0000000A 0001 0000 8000"),
         file_name="G",
         unit="group",
@@ -100,7 +112,8 @@ def test_hand_built_record_of_each_layout():
     assert d.rows[0]["data"] == dict(ROW_1, QTY="7") and d.rows[0]["transaction_id"] is None
     # E: [len 28][valid 7][id 3][op] LITTLE items without indicators, then [len 8][1][8000].
     e = decode(
-        h("0000001C 0007 0003 0003 00000007 0002 5859 00050D 303130 07E8021D") + h("00000008 0001 8000"),
+        h("0000001C 0007 0003 0003 00000007 0002 5859 00050D 303130 07E8021D")
+        + h("00000008 0001 8000"),
         unit="group",
     )
     assert e.rows[0]["layout"] == "E" and e.rows[0]["data"] == ROW_2
@@ -125,14 +138,24 @@ def test_markers_and_byte_order_detection(data, options, expected):
 @pytest.mark.parametrize(
     ("data", "options", "rejects", "rows"),
     [
-        (h("000000060004"), {"logtype": "little"}, [(0, 6, "unknown_operation", "unknown operation 0x0004")], 0),
+        (
+            h("000000060004"),
+            {"logtype": "little"},
+            [(0, 6, "unknown_operation", "unknown operation 0x0004")],
+            0,
+        ),
         (
             h("00000029 0005 0003 0000 0001") + bytes(29),
             {"unit": "group", "logtype": "little"},
             [(0, 41, "bad_valid_count", "valid column count 5, expected 7")],
             0,
         ),
-        ((RECORD_1 + RECORD_2)[:50], {}, [(34, 16, "truncated_record", "truncated record at offset 34")], 1),
+        (
+            (RECORD_1 + RECORD_2)[:50],
+            {},
+            [(34, 16, "truncated_record", "truncated record at offset 34")],
+            1,
+        ),
         (
             RECORD_1[:20] + h("123A5C") + RECORD_1[23:] + RECORD_2,
             {"logtype": "normal"},
@@ -152,7 +175,12 @@ def test_markers_and_byte_order_detection(data, options, expected):
             [(35, 6, "bad_record_length", "overruns")],
             1,
         ),
-        (RECORD_1 + RECORD_2 + h("FFFF"), {}, [(68, 2, "empty_marker_among_rows", "empty-extract marker")], 2),
+        (
+            RECORD_1 + RECORD_2 + h("FFFF"),
+            {},
+            [(68, 2, "empty_marker_among_rows", "empty-extract marker")],
+            2,
+        ),
     ],
 )
 def test_bad_records_become_rejects_with_their_offset(data, options, rejects, rows):
@@ -175,7 +203,9 @@ def test_file_table_comes_from_the_glob_or_the_table_folder():
     tables = [ORDERS, ("HR", "EMPLOYEES")]
     assert file_table_for("feed/S.ORDERS/LX1.dat", {}, tables) == ORDERS
     assert file_table_for("feed/LX1.dat", {}, tables) is None
-    assert file_table_for("feed/x/FULL_E_1.dat", {"full_extract_tables": {"FULL_E_*": "HR.EMPLOYEES"}}, tables) == (
+    assert file_table_for(
+        "feed/x/FULL_E_1.dat", {"full_extract_tables": {"FULL_E_*": "HR.EMPLOYEES"}}, tables
+    ) == (
         "HR",
         "EMPLOYEES",
     )
@@ -184,27 +214,7 @@ def test_file_table_comes_from_the_glob_or_the_table_folder():
 
 
 def jp_catalog():
-    columns, tables = catalog_rows({"f": "linkexpress_extract"})
-    catalog = collections.defaultdict(list)
-    for r in columns:
-        catalog[(r["source_schema"], r["source_table"])].append(
-            MetadataColumn(
-                r["source_schema"],
-                r["source_table"],
-                None,
-                r["column_name"],
-                r["ordinal"],
-                r["source_type"],
-                r["length"] or None,
-                r["precision"] or None,
-                r["scale"],
-                r["primary_key_position"],
-                r["nullable"] == "true",
-                "catalog_seed",
-            )
-        )
-    ids = {int(t["table_identifier"]): (t["source_schema"], t["source_table"]) for t in tables}
-    return dict(catalog), ids
+    return seed_catalog("linkexpress_extract")
 
 
 def _rows(nulls: bool):
@@ -335,3 +345,21 @@ def test_fuzzed_files_never_raise_and_every_byte_is_a_row_or_a_reject(data):
         assert start == position, (spans, len(raw))
         position = end
     assert position == len(raw)
+
+
+def test_outcode_auto_tells_euc_nchar_from_utf16_and_sjis_needs_the_option():
+    catalog = {ORDERS: [col("ID", 1, "INTEGER", key=1), col("N", 2, "NCHAR", 4)]}
+    for outcode, codec in (("euc", "euc_jp"), ("unicode", "utf-16-be")):
+        data = h("0001 0000 00000001 0000") + "高橋美紀".encode(codec)
+        result = decode_extract_file(data, file_name="X", catalog=catalog, file_table=ORDERS)
+        assert result.rows[0]["data"]["N"] == "高橋美紀", outcode
+        assert result.rows[0]["outcode"] == outcode
+    # CP932 kanji pairs are CJK ideographs in UTF-16 too: with NCHAR text only, auto cannot
+    # tell them apart (documented), so such feeds set outcode.
+    data = h("0001 0000 00000001 0000") + "高橋美紀".encode("cp932")
+    auto = decode_extract_file(data, file_name="X", catalog=catalog, file_table=ORDERS)
+    assert auto.rows[0]["outcode"] == "unicode"
+    explicit = decode_extract_file(
+        data, file_name="X", catalog=catalog, file_table=ORDERS, options={"outcode": "sjis"}
+    )
+    assert explicit.rows[0]["data"]["N"] == "高橋美紀"

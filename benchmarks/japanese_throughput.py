@@ -1,0 +1,88 @@
+"""HiRDB update-SQL and Linkexpress extract decoder throughput on one core (not part of the tests).
+
+Simulates a workload over the Japanese tables (at least 1 million changes by default), writes it
+as update-SQL files (Shift_JIS) and as Linkexpress extract files (group unit, layout D, LITTLE,
+and table unit, layout A, NORMAL), then times the pure-Python decoders over every file, as one
+Spark task runs them. Prints statements/s for HiRDB and records/s and MB/s for Linkexpress.
+
+    .venv/bin/python benchmarks/japanese_throughput.py [--rows 100000] [--transactions 400000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from python_udfs.hirdb_update_sql import decode_update_sql_file
+from python_udfs.linkexpress_extract import decode_extract_file, file_table_for
+from python_udfs.simulator import JP_TABLES, seed_catalog, simulate, write_feed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=100000, help="full-load rows per table")
+    parser.add_argument("--transactions", type=int, default=400000)
+    args = parser.parse_args()
+    t0 = time.perf_counter()
+    sim = simulate(seed=3, load_rows=args.rows, transactions=args.transactions, tables=JP_TABLES)
+    print(f"simulated {len(sim.changes):,} changes in {time.perf_counter() - t0:.1f} s")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "hirdb"
+        write_feed(sim, "hirdb_update_sql", folder, {"files": 4, "encoding": "cp932"})
+        cat, _ids = seed_catalog("hirdb_update_sql")
+        files = sorted(folder.iterdir())
+        size = sum(p.stat().st_size for p in files)
+        lines = rejects = 0
+        t0 = time.perf_counter()
+        for path in files:
+            result = decode_update_sql_file(
+                path.read_bytes(), file_name=path.name, catalog=cat, final=True
+            )
+            lines += len(result.rows)
+            rejects += len(result.rejects)
+        seconds = time.perf_counter() - t0
+        print(
+            f"hirdb_update_sql (cp932)             {len(files)} files {size / 1e6:7.1f} MB "
+            f"{lines:10,d} statements {rejects} rejects, decoded in {seconds:6.1f} s: "
+            f"{lines / seconds:8,.0f} statements/s, {size / 1e6 / seconds:5.2f} MB/s (one core)"
+        )
+        cat, ids = seed_catalog("linkexpress_extract")
+        styles = {
+            "group unit D, LITTLE, big-endian": {"unit": "group", "logtype": "little"},
+            "table unit A, NORMAL, little-endian": {
+                "unit": "table",
+                "logtype": "normal",
+                "byteswap": "yes",
+            },
+        }
+        for label, options in styles.items():
+            folder = Path(tmp) / label.split()[0]
+            write_feed(sim, "linkexpress_extract", folder, {**options, "chunks": 8})
+            files = sorted(folder.rglob("*.dat"))
+            size = sum(p.stat().st_size for p in files)
+            records = rejects = 0
+            t0 = time.perf_counter()
+            for path in files:
+                rel = path.relative_to(folder).as_posix()
+                result = decode_extract_file(
+                    path.read_bytes(),
+                    file_name=rel,
+                    catalog=cat,
+                    extraction_ids=ids,
+                    file_table=file_table_for(rel, {}, list(cat)),
+                    options={"unit": options["unit"]},
+                )
+                records += len(result.rows)
+                rejects += len(result.rejects)
+            seconds = time.perf_counter() - t0
+            print(
+                f"linkexpress {label:24s} {len(files)} files {size / 1e6:7.1f} MB "
+                f"{records:10,d} records {rejects} rejects, decoded in {seconds:6.1f} s: "
+                f"{records / seconds:8,.0f} records/s, {size / 1e6 / seconds:5.2f} MB/s (one core)"
+            )
+
+
+if __name__ == "__main__":
+    main()
