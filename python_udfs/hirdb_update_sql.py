@@ -84,8 +84,8 @@ _STAMP_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ \t]+(\d{2}):(\d{2}):(\d{2})(?:
 # before bare words, numbers before punctuation.
 _TOKEN_RE = re.compile(
     r"""
-    (?P<ws>[ \t]+)
-  | (?P<comment>/\*(?P<comment_body>.*?)\*/)
+    [ \t]*(?:
+    (?P<comment>/\*(?P<comment_body>.*?)\*/)
   | (?P<qident>"(?:[^"]|"")*")
   | (?P<pstring>[MmNnXx]'(?:[^']|'')*')
   | (?P<string>'(?:[^']|'')*')
@@ -93,9 +93,11 @@ _TOKEN_RE = re.compile(
   | (?P<placeholder>\*(?:BLOB|BINARY|ADT|MCOL)\*)
   | (?P<word>[^\s"'(),.;=*/+-]+)
   | (?P<punct>[(),.;=])
+    )
     """,
     re.VERBOSE,
 )
+_TRAILING_SPACE_RE = re.compile(r"[ \t]*")
 
 
 class HiRDBError(ValueError):
@@ -157,6 +159,7 @@ def tokenize(body: str) -> list[Token]:
     that starts no token.
     """
     tokens: list[Token] = []
+    append = tokens.append
     pos = 0
     for m in _TOKEN_RE.finditer(body):
         if m.start() != pos:
@@ -164,17 +167,17 @@ def tokenize(body: str) -> list[Token]:
         kind = m.lastgroup
         if kind == "comment_body":  # pragma: no cover - lastgroup names the outer group
             kind = "comment"
-        if kind != "ws":
-            tokens.append(
-                Token(kind, m.group("comment_body") if kind == "comment" else m.group(), pos)
-            )
+        start = m.start(kind)
+        append(Token(kind, m.group("comment_body") if kind == "comment" else m.group(kind), start))
         pos = m.end()
+    pos = _TRAILING_SPACE_RE.match(body, pos).end()
     if pos != len(body):
         _bad_character(body, pos)
     return tokens
 
 
 def _bad_character(body: str, pos: int) -> None:
+    pos = _TRAILING_SPACE_RE.match(body, pos).end()
     char = body[pos]
     if char in "'\"":
         raise HiRDBError("unterminated_literal", f"unterminated {char} literal at column {pos + 1}")

@@ -45,7 +45,13 @@ def test_table_without_columns_names_the_seed(project, monkeypatch, tmp_path, ca
         [],
         [{"feed": "f", "source_schema": "S", "source_table": "T", "table_identifier": ""}],
     )
-    for feed in ("qlik_ct_demo", "qlik_kafka_demo", "goldengate_demo/dirdef"):
+    for feed in (
+        "qlik_ct_demo",
+        "qlik_kafka_demo",
+        "goldengate_demo/dirdef",
+        "hirdb_demo",
+        "linkexpress_demo",
+    ):
         (tmp_path / "landing" / feed).mkdir(parents=True)
     (tmp_path / "landing" / "goldengate_demo" / "dirdef" / "sim.def").write_text(
         "", encoding="utf-8"
@@ -77,3 +83,27 @@ def test_seed_with_wrong_header(project, monkeypatch, tmp_path, capsys):
         and "cdc_tables.csv: header is" in err
         and "feed,source_schema,source_table,table_identifier" in err
     )
+
+
+@pytest.mark.parametrize(
+    ("feed", "expected"),
+    [
+        (
+            "f1: {format: linkexpress_extract, path: f1, options: {unit: grp}}",
+            "vars.cdc_feeds.f1.options.unit: 'grp' is not one of table, group",
+        ),
+        (
+            "f1: {format: hirdb_update_sql, path: f1, options: {source_time_zone: Mars/Olympus}}",
+            "vars.cdc_feeds.f1.options.source_time_zone: unknown time zone 'Mars/Olympus'",
+        ),
+        (
+            "f1: {format: hirdb_update_sql, path: f1, options: {encoding: klingon}}",
+            "vars.cdc_feeds.f1.options.encoding: unknown codec 'klingon'",
+        ),
+    ],
+)
+def test_bad_decoder_options_fail_fast(project, monkeypatch, tmp_path, capsys, feed, expected):
+    _set_feeds(project, f"  cdc_feeds:\n    {feed}\n")
+    (tmp_path / "landing" / "f1").mkdir(parents=True)
+    code, err = _run(project, monkeypatch, tmp_path, capsys, "stage")
+    assert code == 2 and expected in err and err.count("\n") == 1

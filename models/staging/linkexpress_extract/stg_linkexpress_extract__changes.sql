@@ -93,8 +93,8 @@ full_extract_starts as (
         true as has_transaction_end,
         false as marked_transaction_end,
         min(committed_at) as committed_at,
-        cast(null as map<string, string>) as before_image,
-        cast(null as map<string, string>) as after_image,
+        cast(null as map<string, string>) as before_image,  -- noqa: LT01
+        cast(null as map<string, string>) as after_image,  -- noqa: LT01
         source_file,
         cast(0 as bigint) as record_offset,
         cast(0 as bigint) as record_index,
@@ -116,13 +116,13 @@ sequenced as (
         concat_ws(':', feed, change_position) as change_id,
         {{ cdc_position_in_transaction() }} as transaction_sequence,
         cast(null as array<string>) as changed_columns,
-        case
-            when marked_transaction_end is not null then marked_transaction_end
-            else has_transaction_end and row_number() over (
+        coalesce(
+            marked_transaction_end,
+            has_transaction_end and row_number() over (
                 partition by feed, transaction_id
                 order by change_position desc
             ) = 1
-        end as is_transaction_end
+        ) as is_transaction_end
     from changes
 ),
 
