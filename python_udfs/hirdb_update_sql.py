@@ -600,7 +600,13 @@ def decode_update_sql_file(
     result.warnings.extend(warnings)
     if opts["encoding"] == "auto":
         result.warnings.append(f"encoding detected: {encoding}")
-    tables = {(s, t): {c.column_name: c for c in cols} for (s, t), cols in (catalog or {}).items()}
+    tables = {
+        key: (
+            {c.column_name: c for c in cols},
+            {c.column_name for c in cols if c.primary_key_position},
+        )
+        for key, cols in (catalog or {}).items()
+    }
     seen_transactions: dict[tuple[bytes, ...], tuple[int, int]] = {}
     current: list[int] = []  # line indexes (0-based) of the transaction read so far
     held: list[dict[str, Any] | Reject] = []  # its emitted rows and rejects
@@ -717,7 +723,7 @@ def _is_commit(text: str) -> bool:
 
 def _line_row(
     text: str,
-    tables: Mapping[tuple[str, str], Mapping[str, MetadataColumn]] | None,
+    tables: Mapping[tuple[str, str], tuple[Mapping[str, MetadataColumn], set[str]]] | None,
     encoding: str,
     opts: Mapping[str, Any],
     zone: dt.tzinfo | None,
@@ -741,18 +747,18 @@ def _line_row(
     }
     if statement.table is None:
         return row
-    columns = None
+    columns, keys = None, set()
     if tables is not None:
-        columns = tables.get((statement.schema, statement.table))
-        if columns is None:
+        entry = tables.get((statement.schema, statement.table))
+        if entry is None:
             raise HiRDBError(
                 "unknown_table",
                 f"table {statement.schema}.{statement.table} is not in the catalog seed "
                 "(seeds/cdc_columns.csv) for this feed; add its columns",
             )
+        columns, keys = entry
     if statement.statement_type == "PURGE":
         return row
-    keys = {c.column_name for c in columns.values() if c.primary_key_position} if columns else set()
     seen: set[str] = set()
     data: dict[str, str | None] = {}
     for name, literal in zip(statement.columns, statement.values, strict=True):

@@ -280,13 +280,14 @@ class _Reader:
         self.f = struct.Struct(o + "f")
         self.d = struct.Struct(o + "d")
         self.zoned_sign = zoned_sign
+        self.sizes = [item.normal_size() for item in items]
 
     def read_items(self, data: bytes, pos: int, end: int) -> tuple[list[Any], int]:
         """Read every item from ``pos``; return raw values and the position after them."""
         values: list[Any] = []
         nulls = self.layout.null_indicators
         little = self.layout.little
-        for item in self.items:
+        for item, size in zip(self.items, self.sizes, strict=True):
             is_null = False
             if nulls:
                 if pos + 2 > end:
@@ -302,13 +303,17 @@ class _Reader:
                         "bad_null_indicator",
                         f"null indicator {ind:04X} of {item.name} is not 0000/FFFF",
                     )
-            value, pos = self.read_item(item, data, pos, end, little, is_null)
+            value, pos = self.read_item(item, size, data, pos, end, little, is_null)
             values.append(value)
         return values, pos
 
     def read_item(
-        self, item: Item, data: bytes, pos: int, end: int, little: bool, is_null: bool
+        self, item: Item, size: int, data: bytes, pos: int, end: int, little: bool, is_null: bool
     ) -> tuple[Any, int]:
+        """Read one item at ``pos``; return its raw value and the position after it.
+
+        ``size`` is the item's NORMAL size in bytes (VARCHARs read their own length).
+        """
         kind = item.kind
         if kind in ("VARCHAR", "NVARCHAR"):
             if pos + 2 > end:
@@ -327,7 +332,6 @@ class _Reader:
             if is_null:
                 return None, pos
             return (kind, data[start : start + unit * count]), pos
-        size = item.normal_size()
         start, pos = pos, pos + size
         if pos > end:
             raise _Bad("layout_mismatch", f"record ends inside {item.name}")
@@ -391,11 +395,12 @@ class _File:
         o = layout.order
         self.H = struct.Struct(o + "H")
         self.i = struct.Struct(o + "i")
+        fixed = layout.letter in "AB" and not layout.little and file_items is not None
+        self._fixed = _record_size(file_items, layout) if fixed else None
 
     def fixed_size(self) -> int | None:
-        if self.layout.letter in "AB" and not self.layout.little and self.file_items is not None:
-            return _record_size(self.file_items, self.layout)
-        return None
+        """Return the record size of a fixed-length (NORMAL A/B) file, None otherwise."""
+        return self._fixed
 
     def read(self, pos: int) -> ParsedRecord:
         """Read the record at ``pos``; raise _Bad (with the record's end in ``.end`` when known)."""
