@@ -363,3 +363,44 @@ def test_outcode_auto_tells_euc_nchar_from_utf16_and_sjis_needs_the_option():
         data, file_name="X", catalog=catalog, file_table=ORDERS, options={"outcode": "sjis"}
     )
     assert explicit.rows[0]["data"]["N"] == "高橋美紀"
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_numpy_reader_of_fixed_length_files_agrees_with_the_record_reader(data):
+    from python_udfs.linkexpress_extract import (
+        Layout,
+        _File,
+        _Framing,
+        _record_size,
+        item_layout,
+        read_fixed_records,
+    )
+
+    catalog, _ids = jp_catalog()
+    order = data.draw(st.sampled_from([">", "<"]))
+    nulls = data.draw(st.booleans())
+    table = data.draw(st.sampled_from(JP_TABLES))
+    rows = [r for r in _rows(nulls=nulls) if r[0] is table]
+    raw = bytearray(
+        b"".join(
+            lx_record("A" if nulls else "B", t.columns, image, op or 1, little=False, order=order)
+            for t, op, image in rows
+        )
+    )
+    for _ in range(data.draw(st.integers(0, 8))):
+        if raw:
+            raw[data.draw(st.integers(0, len(raw) - 1))] ^= 1 << data.draw(st.integers(0, 7))
+    layout = Layout("A" if nulls else "B", False, order, nulls)
+    items = item_layout(catalog[(table.schema, table.name)])
+    size = _record_size(items, layout)
+    reader = _File(bytes(raw), layout, {}, items, "auto")
+    for k, fast in enumerate(read_fixed_records(bytes(raw), size, layout, items, "auto")):
+        try:
+            slow = reader.read(k * size)
+        except _Framing:
+            slow = None
+        if fast is not None:
+            assert slow == fast
+        elif slow is not None:  # only the FFFF marker reads differently: it is 2 bytes long
+            assert slow.operation == 0xFFFF
