@@ -24,6 +24,7 @@ output example is the real vector (tests/test_hirdb_update_sql.py).
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import re
 import zoneinfo
@@ -611,6 +612,7 @@ def decode_update_sql_file(
     current: list[int] = []  # line indexes (0-based) of the transaction read so far
     held: list[dict[str, Any] | Reject] = []  # its emitted rows and rejects
     empty_lines = 0
+    odd_stamps = collections.Counter()  # formats page, Bad input: accepted with a warning
 
     def close_transaction() -> None:
         """Close the transaction a COMMIT line (the last of ``current``) ends: emit or reject it."""
@@ -697,7 +699,12 @@ def decode_update_sql_file(
             encoding=encoding,
         )
         held.append(row)
+        control = row["statement_type"] in ("COMMIT", "EVENT")
+        if row["stamp_masked"] != control:
+            odd_stamps["unmasked control" if control else "masked statement"] += 1
         if row["statement_type"] == "COMMIT":
+            if len(current) == 1:
+                odd_stamps["empty transaction"] += 1
             close_transaction()
     # Lines after the last COMMIT are emitted as they are; dbt keeps them pending until a
     # later COMMIT of the same stream lands (in the appended tail or the stream's next file).
@@ -706,6 +713,14 @@ def decode_update_sql_file(
     if tail:
         result.warnings.append(
             f"incomplete transaction at lines {tail[0] + 1}–{tail[-1] + 1} (no COMMIT yet): pending"
+        )
+    for what, count in sorted(odd_stamps.items()):
+        result.warnings.append(
+            {
+                "masked statement": f"{count} statement line(s) with a masked stamp",
+                "unmasked control": f"{count} COMMIT/event line(s) with an unmasked stamp",
+                "empty transaction": f"{count} COMMIT line(s) with no statement before them",
+            }[what]
         )
     if empty_lines:
         result.warnings.append(f"{empty_lines} empty line(s) skipped")

@@ -317,3 +317,16 @@ def test_fuzzed_files_never_raise_and_every_line_is_decoded_or_rejected(data):
     seen = [r["record_index"] for r in result.rows] + [r.record_index for r in result.rejects]
     assert sorted(seen) == sorted(nonblank)
     assert result.consumed_end == len(raw)
+
+
+def test_odd_stamps_and_empty_transactions_are_accepted_with_warnings():
+    text = (
+        "/* ****-**-** **:**:** */ COMMIT;\n"
+        '/* ****-**-** **:**:** */ DELETE FROM "S"."T" WHERE "K"=1;\n'
+        "/* 2024-01-01 00:00:00 */ COMMIT;\n"
+    )
+    result = decode(text)
+    assert result.rejects == [] and len(result.rows) == 3
+    assert "1 COMMIT line(s) with no statement before them" in result.warnings
+    assert "1 statement line(s) with a masked stamp" in result.warnings
+    assert "1 COMMIT/event line(s) with an unmasked stamp" in result.warnings
