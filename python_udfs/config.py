@@ -194,6 +194,8 @@ def _check_options(where: str, fmt: str, options: Mapping[str, Any]) -> None:
     import codecs
     import zoneinfo
 
+    from python_udfs.hirdb_update_sql import ENCODING_ALIASES
+
     for name, allowed in _CHOICES.get(fmt, {}).items():
         if name in options and options[name] not in allowed:
             raise ConfigError(
@@ -204,7 +206,7 @@ def _check_options(where: str, fmt: str, options: Mapping[str, Any]) -> None:
         encoding = str(options.get("encoding", "auto"))
         if encoding != "auto":
             try:
-                codecs.lookup({"sjis": "cp932", "ujis": "euc_jp"}.get(encoding.lower(), encoding))
+                codecs.lookup(ENCODING_ALIASES.get(encoding.lower(), encoding))
             except LookupError as exc:
                 raise ConfigError(
                     f"{where}.options.encoding: unknown codec {encoding!r}. Use auto, utf-8, "

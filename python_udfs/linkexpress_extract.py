@@ -322,6 +322,8 @@ class _Reader:
                 raise _Bad("layout_mismatch", f"record ends inside the length of {item.name}")
             count = self.H.unpack_from(data, pos)[0]
             unit = 2 if kind == "NVARCHAR" else 1
+            if is_null and not little:  # NORMAL keeps a NULL item's size; its bytes are skipped
+                count = 0
             if count > item.n:
                 raise _Bad(
                     "bad_length", f"{item.name}: valid length {count} exceeds the declared {item.n}"
@@ -817,15 +819,8 @@ def decode_extract_file(
         try:
             record = reader.read(pos)
         except _Framing as bad:
-            end = bad.end
-            if fixed is not None and bad.reason not in ("truncated_record",) and end == len(data):
-                end = min(pos + fixed, len(data))
-            if bad.reason == "truncated_record":
-                message = f"truncated record at offset {pos}"
-            else:
-                message = str(bad)
-            parsed.append((index, Reject.of(data, pos, end, index, bad.reason, message)))
-            pos = end
+            parsed.append((index, Reject.of(data, pos, bad.end, index, bad.reason, str(bad))))
+            pos = bad.end
             continue
         parsed.append((index, record))
         pos = record.offset + record.length
