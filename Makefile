@@ -15,7 +15,7 @@ $(STAMP): requirements.lock pyproject.toml
 
 install: $(STAMP)
 
-## Simulate Qlik change-table files and Kafka dumps, stage them, dbt build, print a summary.
+## Simulate files of all five feed formats, stage them, dbt build, print a summary.
 demo: $(STAMP)
 	$(BIN)/cdc demo
 
