@@ -32,21 +32,12 @@ def main() -> None:
         folder = Path(tmp) / "hirdb"
         write_feed(sim, "hirdb_update_sql", folder, {"files": 4, "encoding": "cp932"})
         cat, _ids = seed_catalog("hirdb_update_sql")
-        files = sorted(folder.iterdir())
-        size = sum(p.stat().st_size for p in files)
-        lines = rejects = 0
-        t0 = time.perf_counter()
-        for path in files:
-            result = decode_update_sql_file(
-                path.read_bytes(), file_name=path.name, catalog=cat, final=True
-            )
-            lines += len(result.rows)
-            rejects += len(result.rejects)
-        seconds = time.perf_counter() - t0
-        print(
-            f"hirdb_update_sql (cp932)             {len(files)} files {size / 1e6:7.1f} MB "
-            f"{lines:10,d} statements {rejects} rejects, decoded in {seconds:6.1f} s: "
-            f"{lines / seconds:8,.0f} statements/s, {size / 1e6 / seconds:5.2f} MB/s (one core)"
+        time_decoder(
+            "hirdb_update_sql (cp932)",
+            "statements",
+            folder,
+            sorted(folder.iterdir()),
+            lambda data, rel: decode_update_sql_file(data, file_name=rel, catalog=cat, final=True),
         )
         cat, ids = seed_catalog("linkexpress_extract")
         styles = {
@@ -60,28 +51,37 @@ def main() -> None:
         for label, options in styles.items():
             folder = Path(tmp) / label.split()[0]
             write_feed(sim, "linkexpress_extract", folder, {**options, "chunks": 8})
-            files = sorted(folder.rglob("*.dat"))
-            size = sum(p.stat().st_size for p in files)
-            records = rejects = 0
-            t0 = time.perf_counter()
-            for path in files:
-                rel = path.relative_to(folder).as_posix()
-                result = decode_extract_file(
-                    path.read_bytes(),
+            time_decoder(
+                f"linkexpress {label}",
+                "records",
+                folder,
+                sorted(folder.rglob("*.dat")),
+                lambda data, rel, unit=options["unit"]: decode_extract_file(
+                    data,
                     file_name=rel,
                     catalog=cat,
                     extraction_ids=ids,
                     file_table=file_table_for(rel, {}, list(cat)),
-                    options={"unit": options["unit"]},
-                )
-                records += len(result.rows)
-                rejects += len(result.rejects)
-            seconds = time.perf_counter() - t0
-            print(
-                f"linkexpress {label:24s} {len(files)} files {size / 1e6:7.1f} MB "
-                f"{records:10,d} records {rejects} rejects, decoded in {seconds:6.1f} s: "
-                f"{records / seconds:8,.0f} records/s, {size / 1e6 / seconds:5.2f} MB/s (one core)"
+                    options={"unit": unit},
+                ),
             )
+
+
+def time_decoder(label: str, unit: str, folder: Path, files: list[Path], decode) -> None:
+    """Decode ``files`` one after another with ``decode(bytes, relative path)``; print the rate."""
+    size = sum(p.stat().st_size for p in files)
+    rows = rejects = 0
+    t0 = time.perf_counter()
+    for path in files:
+        result = decode(path.read_bytes(), path.relative_to(folder).as_posix())
+        rows += len(result.rows)
+        rejects += len(result.rejects)
+    seconds = time.perf_counter() - t0
+    print(
+        f"{label:48s} {len(files)} files {size / 1e6:7.1f} MB {rows:10,d} {unit} {rejects} "
+        f"rejects, decoded in {seconds:6.1f} s: {rows / seconds:8,.0f} {unit}/s, "
+        f"{size / 1e6 / seconds:5.2f} MB/s (one core)"
+    )
 
 
 if __name__ == "__main__":

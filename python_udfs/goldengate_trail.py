@@ -36,6 +36,7 @@ from python_udfs.canonical import (
     canonical_timestamp,
 )
 from python_udfs.records import DecodeResult, MetadataColumn, Reject
+from python_udfs.records import RecordError as _Bad
 
 FORMAT = "goldengate_trail"
 
@@ -71,14 +72,6 @@ NONSTOP_IO_TYPES = {1, 2, 4, 6, 7, 8, 9, 11, 12, 13, 14, 16, 17, 18, 19}
 JULIAN_UNIX_OFFSET_US = 210_866_760_000_000_000
 TRAIL_NAME_RE = re.compile(r"^[A-Za-z0-9]{2}(\d{6}|\d{9})$")
 _UNIX_EPOCH = dt.datetime(1970, 1, 1)
-
-
-class _Bad(Exception):
-    """A record that becomes a reject: ``reason`` code and message."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,7 @@ import numpy as np
 
 from python_udfs.canonical import japanese_text_score
 from python_udfs.records import DecodeResult, MetadataColumn, Reject
+from python_udfs.records import RecordError as _Bad
 
 FORMAT = "linkexpress_extract"
 
@@ -75,19 +76,11 @@ OUTCODES = {"unicode": ("utf-8", "utf-16"), "euc": ("euc_jp", "euc_jp"), "sjis":
 _TABLE_FOLDER_RE = re.compile(r"^([^./]+)\.([^./]+)$")
 
 
-class _Bad(Exception):
-    """A record that becomes a reject: ``reason`` code and message."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
 @dataclass(frozen=True, slots=True)
 class Item:
     """One data item's layout.
 
-    Column column ``name``, base ``kind`` (``CHAR``, ``VARCHAR``, ``NCHAR``, ``NVARCHAR``,
+    Column ``name``, base ``kind`` (``CHAR``, ``VARCHAR``, ``NCHAR``, ``NVARCHAR``,
     ``SMALLINT``, ``INTEGER``, ``BIGINT``, ``DECIMAL``, ``NUMERIC``, ``REAL``, ``DOUBLE``,
     ``DATE``, ``TIME``, ``TIMESTAMP``), ``n`` (length: bytes for CHAR/VARCHAR, characters for
     NCHAR), ``precision`` and ``scale``.

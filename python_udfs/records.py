@@ -45,6 +45,18 @@ class Reject:
         return cls(offset, end - offset, record_index, reason, message, excerpt)
 
 
+class RecordError(Exception):
+    """Raised inside a binary decoder for a record that becomes a reject.
+
+    ``reason`` is the reject's short code, the message its words. Decoders catch it at the
+    record boundary; it never leaves a decoder.
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 @dataclass(frozen=True, slots=True)
 class MetadataColumn:
     """One column of one replicated table, as a feed's own metadata declares it.
