@@ -31,7 +31,6 @@ SUPPORTED_FORMATS = (
     "hirdb_update_sql",
     "linkexpress_extract",
 )
-PLANNED_FORMATS: tuple[str, ...] = ()
 
 CDC_COLUMNS_HEADER = [
     "feed",
@@ -126,11 +125,6 @@ def load_project(
         if not isinstance(spec, Mapping):
             raise ConfigError(f"{where} must be a mapping with format, path and options.")
         fmt = spec.get("format")
-        if fmt in PLANNED_FORMATS:
-            raise ConfigError(
-                f"{where}: format {fmt!r} is not decoded by this version yet. "
-                f"Supported formats: {', '.join(SUPPORTED_FORMATS)}."
-            )
         if fmt not in SUPPORTED_FORMATS:
             raise ConfigError(
                 f"{where}: unknown format {fmt!r}. Use one of: {', '.join(SUPPORTED_FORMATS)}."

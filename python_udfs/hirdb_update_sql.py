@@ -438,9 +438,7 @@ def typed_value(
             if "e" in text.lower():
                 return canonical_float(text)
             return text
-        if literal.kind == "hex":
-            return literal.text
-        return literal.text
+        return literal.text  # text as written; X'…' stays uppercase hex
     if kind in _INTEGER_TYPES:
         if literal.kind != "number":
             raise ValueError(f"{literal.kind} literal for {kind}")
