@@ -1,4 +1,8 @@
-{#- Changes with the canonical text of their primary key, from the catalog's key columns. -#}
+{#-
+    Changes with the canonical text of their primary key, from the catalog's key columns, and
+    the key of their before image when it carries every key column (an UPDATE whose
+    before_primary_key differs from primary_key changed the key, DESIGN.md §6.3).
+-#}
 
 with
 
@@ -15,6 +19,13 @@ keyed as (
         changes.*,
         {{ cdc_primary_key('catalog_tables.key_column_names', 'changes.before_image', 'changes.after_image') }}
             as primary_key,
+        case
+            when
+                changes.before_image is not null
+                and size(catalog_tables.key_column_names) > 0
+                and forall(catalog_tables.key_column_names, k -> map_contains_key(changes.before_image, k))
+                then {{ cdc_primary_key('catalog_tables.key_column_names', 'changes.before_image', 'cast(null as map<string, string>)') }}
+        end as before_primary_key,
         catalog_tables.source_table is not null as is_in_catalog
     from changes
     left join catalog_tables

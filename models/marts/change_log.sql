@@ -1,4 +1,16 @@
-{#- The ordered change log of every feed: complete transactions only (DESIGN.md §5, §6.1). -#}
+{#-
+    The change log of every feed: complete transactions only (DESIGN.md §5, §6.1). Incremental:
+    each run appends, as partition applied_generation = this run's generation, the complete
+    changes whose change_id is not in the log yet (new ingest batches, and transactions whose
+    end arrived). Re-delivered changes (same change_id) are never appended twice, so a run
+    killed half way and started again appends exactly what is missing.
+-#}
+
+{{ config(
+    materialized='incremental',
+    incremental_strategy='append',
+    partition_by=['applied_generation'],
+) }}
 
 with
 
@@ -7,6 +19,28 @@ changes as (
 ),
 
 committed_changes as (
+    select * from changes
+    where is_transaction_complete
+),
+
+{% if is_incremental() %}
+applied_changes as (
+    select change_id from {{ this }}
+),
+
+new_changes as (
+    select committed_changes.*
+    from committed_changes
+    left anti join applied_changes
+        on committed_changes.change_id = applied_changes.change_id
+),
+{% else %}
+new_changes as (
+    select * from committed_changes
+),
+{% endif %}
+
+final as (
     select
         change_id,
         feed,
@@ -16,6 +50,7 @@ committed_changes as (
         operation,
         transaction_id,
         primary_key,
+        before_primary_key,
         transaction_sequence,
         before_image,
         after_image,
@@ -25,10 +60,9 @@ committed_changes as (
         source_file,
         record_offset,
         record_index,
-        ingest_batch_id
-    from changes
-    where is_transaction_complete
+        ingest_batch_id,
+        '{{ cdc_generation() }}' as applied_generation
+    from new_changes
 )
 
-select * from committed_changes
-order by feed, change_position, source_file, record_index
+select * from final

@@ -1,6 +1,8 @@
 {#-
-    Every key whose last change is an INSERT, UPDATE or LOAD after the table's last TRUNCATE is
-    in current state, and no other key is.
+    Independent check of current state (DESIGN.md §6): a key is live when its last event is an
+    INSERT, UPDATE or LOAD that does not sort before the table's last reset (a TRUNCATE, or the
+    first row of a full load: the LOAD rows of one table and transaction); a DELETE, or an UPDATE
+    that moved the row to another key, ends it. Every live key is in current state, no other.
 -#}
 
 with
@@ -13,44 +15,73 @@ current_state as (
     select * from {{ ref('current_state') }}
 ),
 
-table_truncates as (
+table_resets as (
     select
         feed,
         source_schema,
         source_table,
-        max({{ cdc_change_order() }}) as truncate_order
-    from change_log
-    where operation = 'TRUNCATE'
+        max(reset_order) as last_reset_order
+    from (
+        select feed, source_schema, source_table, {{ cdc_change_order() }} as reset_order
+        from change_log
+        where operation = 'TRUNCATE'
+        union all
+        select feed, source_schema, source_table, min({{ cdc_change_order() }}) as reset_order
+        from change_log
+        where operation = 'LOAD'
+        group by feed, source_schema, source_table, transaction_id
+    ) as resets
     group by feed, source_schema, source_table
 ),
 
-last_changes as (
+key_events as (
     select
         feed,
         source_schema,
         source_table,
         primary_key,
-        max_by(operation, {{ cdc_change_order() }}) as last_operation,
-        max({{ cdc_change_order() }}) as last_order
+        operation = 'DELETE' as ends_row,
+        {{ cdc_change_order() }} as event_order
     from change_log
     where primary_key is not null and operation in ('INSERT', 'UPDATE', 'DELETE', 'LOAD')
+    union all
+    select
+        feed,
+        source_schema,
+        source_table,
+        before_primary_key as primary_key,
+        true as ends_row,
+        {{ cdc_change_order() }} as event_order
+    from change_log
+    where operation = 'UPDATE' and before_primary_key != primary_key
+),
+
+last_events as (
+    select
+        feed,
+        source_schema,
+        source_table,
+        primary_key,
+        max_by(ends_row, event_order) as last_ends_row,
+        max(event_order) as last_order
+    from key_events
     group by feed, source_schema, source_table, primary_key
 ),
 
 expectations as (
     select
-        last_changes.*,
-        last_changes.last_operation != 'DELETE'
+        last_events.*,
+        not last_events.last_ends_row
         and (
-            table_truncates.truncate_order is null
-            or last_changes.last_order > table_truncates.truncate_order
+            table_resets.last_reset_order is null
+            or last_events.last_order >= table_resets.last_reset_order
         ) as is_expected_live
-    from last_changes
-    left join table_truncates
+    from last_events
+    left join table_resets
         on
-            last_changes.feed = table_truncates.feed
-            and last_changes.source_schema = table_truncates.source_schema
-            and last_changes.source_table = table_truncates.source_table
+            last_events.feed = table_resets.feed
+            and last_events.source_schema = table_resets.source_schema
+            and last_events.source_table = table_resets.source_table
 ),
 
 mismatches as (
@@ -59,7 +90,7 @@ mismatches as (
         expectations.source_schema,
         expectations.source_table,
         expectations.primary_key,
-        expectations.last_operation,
+        expectations.last_ends_row,
         expectations.is_expected_live,
         current_state.primary_key is not null as is_live
     from expectations

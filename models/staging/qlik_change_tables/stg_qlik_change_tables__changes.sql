@@ -74,7 +74,10 @@ canonical as (
         operation,
         coalesce(
             header__transaction_id,
-            case when operation = 'LOAD' then concat('load:', source_file) else concat('change:', change_position) end
+            case
+                when operation = 'LOAD' then concat('load:', source_schema, '.', source_table)
+                else concat('change:', change_position)
+            end
         ) as transaction_id,
         cast(null as boolean) as is_transaction_end,
         coalesce(

@@ -41,7 +41,7 @@ canonical as (
         coalesce(
             transaction_id,
             case
-                when change_operation = 'LOAD' then concat('load:', source_file)
+                when change_operation = 'LOAD' then concat('load:', source_schema, '.', source_table)
                 else concat('change:', change_position)
             end
         ) as transaction_id,

@@ -1,0 +1,78 @@
+{#-
+    One row per key ever seen (deleted keys included): its current version, the order of the
+    last event applied to it and the generation whose change_log rows it includes
+    (state_generation, the watermark of the next run). Each run rewrites it from the previous
+    state (keys not touched) and this run's current versions in int_history_versions.
+-#}
+
+{{ config(
+    materialized='incremental',
+    incremental_strategy='insert_overwrite',
+    partition_by=['feed'],
+) }}
+
+{%- set generation = cdc_generation() -%}
+
+with
+
+computed_versions as (
+    select * from {{ ref('int_history_versions') }}
+    where history_generation = '{{ generation }}' and is_current
+),
+
+touched_state as (
+    select
+        source_schema,
+        source_table,
+        primary_key,
+        version as current_version,
+        last_event_order,
+        rebuilt_generation,
+        feed
+    from computed_versions
+),
+
+{% if is_incremental() %}
+untouched_state as (
+    select
+        previous_state.source_schema,
+        previous_state.source_table,
+        previous_state.primary_key,
+        previous_state.current_version,
+        previous_state.last_event_order,
+        previous_state.rebuilt_generation,
+        previous_state.feed
+    from {{ this }} as previous_state
+    left anti join touched_state
+        on
+            previous_state.feed = touched_state.feed
+            and previous_state.source_schema = touched_state.source_schema
+            and previous_state.source_table = touched_state.source_table
+            and previous_state.primary_key = touched_state.primary_key
+),
+
+key_state as (
+    select * from touched_state
+    union all
+    select * from untouched_state
+),
+{% else %}
+key_state as (
+    select * from touched_state
+),
+{% endif %}
+
+final as (
+    select
+        source_schema,
+        source_table,
+        primary_key,
+        current_version,
+        last_event_order,
+        rebuilt_generation,
+        '{{ generation }}' as state_generation,
+        feed
+    from key_state
+)
+
+select * from final

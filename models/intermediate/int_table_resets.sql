@@ -1,0 +1,60 @@
+{#-
+    Table resets (DESIGN.md §6.2, §6.4): every TRUNCATE, and the start of every full load (the
+    first row, in change order, of the LOAD rows of one table and one transaction). A reset
+    removes every row of the table with an earlier position; the load's rows then set theirs.
+-#}
+
+with
+
+change_log as (
+    select * from {{ ref('change_log') }}
+),
+
+truncates as (
+    select
+        feed,
+        source_schema,
+        source_table,
+        {{ cdc_change_order() }} as reset_order,
+        committed_at,
+        operation,
+        applied_generation
+    from change_log
+    where operation = 'TRUNCATE' and source_table is not null
+),
+
+load_starts as (
+    select
+        feed,
+        source_schema,
+        source_table,
+        min({{ cdc_change_order() }}) as reset_order,
+        min_by(committed_at, {{ cdc_change_order() }}) as committed_at,
+        'LOAD' as operation,
+        max(applied_generation) as applied_generation
+    from change_log
+    where operation = 'LOAD'
+    group by feed, source_schema, source_table, transaction_id
+),
+
+resets as (
+    select * from truncates
+    union all
+    select * from load_starts
+),
+
+final as (
+    select
+        *,
+        named_struct(
+            'event_order', reset_order,
+            'event_rank', 0,
+            'kind', 'REMOVE',
+            'image', cast(null as map<string, string>),  -- noqa: LT01
+            'committed_at', committed_at,
+            'operation', operation
+        ) as event
+    from resets
+)
+
+select * from final

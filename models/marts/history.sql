@@ -1,0 +1,61 @@
+{#-
+    SCD type 2 history of every catalog table (long form, DESIGN.md §6.6): one row per version
+    of a key, valid from the commit time of the change that opened it until the commit time
+    of the next one. A DELETE, a key change, a TRUNCATE or the start of a full load opens a
+    deleted version (is_deleted, keeping the last values). Built from int_history_versions:
+    the newest generation of each version, ignoring generations older than the key's last
+    rebuild.
+-#}
+
+{{ config(materialized='view') }}
+
+with
+
+versions as (
+    select * from {{ ref('int_history_versions') }}
+),
+
+key_state as (
+    select * from {{ ref('int_key_state') }}
+),
+
+valid_versions as (
+    select versions.*
+    from versions
+    inner join key_state
+        on
+            versions.feed = key_state.feed
+            and versions.source_schema = key_state.source_schema
+            and versions.source_table = key_state.source_table
+            and versions.primary_key = key_state.primary_key
+    where versions.history_generation >= key_state.rebuilt_generation
+),
+
+newest_versions as (
+    select
+        *,
+        row_number() over (partition by version_id order by history_generation desc) as generation_rank
+    from valid_versions
+),
+
+final as (
+    select
+        version_id,
+        feed,
+        source_schema,
+        source_table,
+        primary_key,
+        version.row as row,
+        version.operation as opened_by_operation,
+        valid_from_position,
+        valid_from,
+        closed_by_operation,
+        valid_to_position,
+        valid_to,
+        is_current,
+        version.is_deleted as is_deleted
+    from newest_versions
+    where generation_rank = 1
+)
+
+select * from final
