@@ -116,7 +116,16 @@ def print_summary(config: ProjectConfig, summary, elapsed: float) -> None:
     spark = get_spark(config.lake_root)
     schema = os.environ.get("CDC_DBT_SCHEMA", "cdc")
     table = Table(title="cdc_changelog: what this run built")
-    for col in ("feed", "files", "changes", "pending", "tables", "live rows", "rejects"):
+    for col in (
+        "feed",
+        "files",
+        "changes",
+        "pending",
+        "tables",
+        "live rows",
+        "versions",
+        "rejects",
+    ):
         table.add_column(col, justify="right" if col != "feed" else "left")
     counts = [
         dict(spark.sql(f"select feed, {measure} from {schema}.{mart} group by feed").collect())
@@ -126,6 +135,7 @@ def print_summary(config: ProjectConfig, summary, elapsed: float) -> None:
             ("pending_changes", "count(*)"),
             ("current_state", "count(distinct source_schema, source_table)"),
             ("current_state", "count(*)"),
+            ("history", "count(*)"),
             ("ingest_rejects", "count(*)"),
         )
     ]
@@ -138,7 +148,12 @@ def print_summary(config: ProjectConfig, summary, elapsed: float) -> None:
         r.tableName for r in typed if "__" in r.tableName and not r.tableName.startswith("stg_")
     )
     console.print(
-        f"typed current-state tables in schema [bold]{schema}[/]: {', '.join(typed_names)}"
+        f"typed current-state tables in schema [bold]{schema}[/]: "
+        + ", ".join(n for n in typed_names if not n.endswith("__history"))
+    )
+    console.print(
+        "typed history views (SCD type 2): "
+        + ", ".join(n for n in typed_names if n.endswith("__history"))
     )
     console.print(
         f"batch {summary.ingest_batch_id}: {summary.files_ingested} file(s) ingested, "
@@ -249,13 +264,26 @@ def scaffold(config: ProjectConfig, log=print) -> int:
     return 0
 
 
+#: Columns of a typed history model after the catalog columns (documented in _marts__docs.md).
+HISTORY_COLUMNS = (
+    "valid_from",
+    "valid_to",
+    "valid_from_position",
+    "valid_to_position",
+    "opened_by_operation",
+    "closed_by_operation",
+    "is_current",
+    "is_deleted",
+)
+
+
 def typed_model_name(feed: str, schema: str, table: str) -> str:
     """Return ``<feed>__<schema>__<table>`` in lower case (DESIGN.md §5)."""
     return f"{feed}__{schema}__{table}".lower().replace(".", "_").replace(" ", "_")
 
 
 def write_typed_models(config: ProjectConfig) -> int:
-    """Write one small model file per catalog table that has none; return how many.
+    """Write the typed current-state and history model files a catalog table lacks; return how many.
 
     Also rewrites ``models/marts/tables/_tables__models.yml`` from the catalog, so that every
     typed model and column is documented and its primary key tested.
@@ -271,13 +299,32 @@ def write_typed_models(config: ProjectConfig) -> int:
         keys = sorted(
             (c for c in columns if c.primary_key_position), key=lambda c: c.primary_key_position
         )
+        key_text = ", ".join(c.column_name for c in keys) or "none declared"
+        column_docs = [
+            {
+                "name": c.column_name.lower(),
+                "description": (
+                    f"{c.column_name}: source type {c.source_type}"
+                    + (f"({c.precision},{c.scale})" if c.precision else "")
+                    + f", as {types[c.column_name]}"
+                    + (
+                        f"; primary key position {c.primary_key_position}"
+                        if c.primary_key_position
+                        else ""
+                    )
+                    + ("" if c.nullable else "; not null at the source")
+                    + "."
+                ),
+            }
+            for c in columns
+        ]
+        name = typed_model_name(feed, schema, table)
         docs.append(
             {
-                "name": typed_model_name(feed, schema, table),
+                "name": name,
                 "description": (
                     f"Current state of {schema}.{table} from feed {feed}: one row per live key, columns cast "
-                    f"from canonical text to the catalog's Spark types. Primary key: "
-                    f"{', '.join(c.column_name for c in keys) or 'none declared'}."
+                    f"from canonical text to the catalog's Spark types. Primary key: {key_text}."
                 ),
                 "columns": [
                     {
@@ -285,24 +332,7 @@ def write_typed_models(config: ProjectConfig) -> int:
                         "description": "{{ doc('primary_key') }}",
                         "data_tests": ["unique", "not_null"],
                     },
-                    *[
-                        {
-                            "name": c.column_name.lower(),
-                            "description": (
-                                f"{c.column_name}: source type {c.source_type}"
-                                + (f"({c.precision},{c.scale})" if c.precision else "")
-                                + f", as {types[c.column_name]}"
-                                + (
-                                    f"; primary key position {c.primary_key_position}"
-                                    if c.primary_key_position
-                                    else ""
-                                )
-                                + ("" if c.nullable else "; not null at the source")
-                                + "."
-                            ),
-                        }
-                        for c in columns
-                    ],
+                    *column_docs,
                     {
                         "name": "last_change_position",
                         "description": "Position of the last change applied to the row.",
@@ -314,6 +344,25 @@ def write_typed_models(config: ProjectConfig) -> int:
                 ],
             }
         )
+        docs.append(
+            {
+                "name": f"{name}__history",
+                "description": (
+                    f"SCD type 2 history of {schema}.{table} from feed {feed} (a view on `history`): "
+                    f"one row per version of a key, columns cast to the catalog's Spark types. "
+                    f"Primary key: {key_text}."
+                ),
+                "columns": [
+                    {"name": "version_id", "description": "{{ doc('version_id') }}"},
+                    {"name": "primary_key", "description": "{{ doc('primary_key') }}"},
+                    *column_docs,
+                    *[
+                        {"name": column, "description": f"{{{{ doc('{column}') }}}}"}
+                        for column in HISTORY_COLUMNS
+                    ],
+                ],
+            }
+        )
     (folder / "_tables__models.yml").write_text(
         "# Generated by `cdc scaffold` from seeds/cdc_columns.csv; edits are overwritten.\n"
         + yaml.safe_dump(
@@ -322,14 +371,22 @@ def write_typed_models(config: ProjectConfig) -> int:
         encoding="utf-8",
     )
     for feed, schema, table in sorted(config.catalog):
-        path = folder / f"{typed_model_name(feed, schema, table)}.sql"
-        if path.exists():
-            continue
-        path.write_text(
-            f"{{{{ cdc_typed_current_state('{feed}', '{schema}', '{table}') }}}}\n",
-            encoding="utf-8",
-        )
-        written += 1
+        name = typed_model_name(feed, schema, table)
+        for path, body in (
+            (
+                folder / f"{name}.sql",
+                f"{{{{ cdc_typed_current_state('{feed}', '{schema}', '{table}') }}}}\n",
+            ),
+            (
+                folder / f"{name}__history.sql",
+                "{{ config(materialized='view') }}\n"
+                f"{{{{ cdc_typed_history('{feed}', '{schema}', '{table}') }}}}\n",
+            ),
+        ):
+            if path.exists():
+                continue
+            path.write_text(body, encoding="utf-8")
+            written += 1
     return written
 
 

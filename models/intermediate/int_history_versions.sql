@@ -65,14 +65,14 @@ new_events as (
 
 key_new_events as (
     select
-        feed,
-        source_schema,
-        source_table,
-        primary_key,
-        collect_list(event) as events,
+        new_events.feed,
+        new_events.source_schema,
+        new_events.source_table,
+        new_events.primary_key,
+        collect_list(new_events.event) as events,
         min(event.event_order) as first_event_order
     from new_events
-    group by feed, source_schema, source_table, primary_key
+    group by new_events.feed, new_events.source_schema, new_events.source_table, new_events.primary_key
 ),
 
 table_reset_events as (
@@ -245,24 +245,24 @@ exploded as (
 final as (
     select
         to_json(array(
-            feed, source_schema, source_table, primary_key,
+            exploded.feed, exploded.source_schema, exploded.source_table, exploded.primary_key,
             version.opened_order.change_position, version.opened_order.source_file,
-            cast(version.opened_order.record_index as string)
+            lpad(cast(version.opened_order.record_index as string), 12, '0')
         )) as version_id,
-        source_schema,
-        source_table,
-        primary_key,
-        version,
+        exploded.source_schema,
+        exploded.source_table,
+        exploded.primary_key,
+        exploded.version,
         version.opened_order.change_position as valid_from_position,
         version.opened_at as valid_from,
-        try_element_at(versions, version_index + 2).opened_order.change_position as valid_to_position,
-        try_element_at(versions, version_index + 2).opened_at as valid_to,
-        try_element_at(versions, version_index + 2).operation as closed_by_operation,
-        version_index = size(versions) - 1 as is_current,
-        is_rebuilt,
-        rebuilt_generation,
-        last_event_order,
-        feed,
+        try_element_at(exploded.versions, exploded.version_index + 2).opened_order.change_position as valid_to_position,
+        try_element_at(exploded.versions, exploded.version_index + 2).opened_at as valid_to,
+        try_element_at(exploded.versions, exploded.version_index + 2).operation as closed_by_operation,
+        exploded.version_index = size(exploded.versions) - 1 as is_current,
+        exploded.is_rebuilt,
+        exploded.rebuilt_generation,
+        exploded.last_event_order,
+        exploded.feed,
         '{{ generation }}' as history_generation
     from exploded
 )

@@ -57,9 +57,9 @@ key_state as (
     select * from untouched_state
 ),
 {% else %}
-key_state as (
-    select * from touched_state
-),
+    key_state as (
+        select * from touched_state
+    ),
 {% endif %}
 
 final as (

@@ -35,9 +35,9 @@ new_changes as (
         on committed_changes.change_id = applied_changes.change_id
 ),
 {% else %}
-new_changes as (
-    select * from committed_changes
-),
+    new_changes as (
+        select * from committed_changes
+    ),
 {% endif %}
 
 final as (

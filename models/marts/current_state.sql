@@ -14,12 +14,12 @@ key_state as (
 
 final as (
     select
-        to_json(array(feed, source_schema, source_table, primary_key)) as current_state_id,
-        feed,
-        source_schema,
-        source_table,
-        primary_key,
-        current_version.row as row,
+        to_json(array(key_state.feed, key_state.source_schema, key_state.source_table, key_state.primary_key)) as current_state_id,
+        key_state.feed,
+        key_state.source_schema,
+        key_state.source_table,
+        key_state.primary_key,
+        current_version.row,
         current_version.operation as last_operation,
         current_version.opened_order.change_position as last_change_position,
         current_version.opened_at as last_committed_at

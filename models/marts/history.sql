@@ -40,22 +40,22 @@ newest_versions as (
 
 final as (
     select
-        version_id,
-        feed,
-        source_schema,
-        source_table,
-        primary_key,
-        version.row as row,
+        newest_versions.version_id,
+        newest_versions.feed,
+        newest_versions.source_schema,
+        newest_versions.source_table,
+        newest_versions.primary_key,
+        version.row,
         version.operation as opened_by_operation,
-        valid_from_position,
-        valid_from,
-        closed_by_operation,
-        valid_to_position,
-        valid_to,
-        is_current,
-        version.is_deleted as is_deleted
+        newest_versions.valid_from_position,
+        newest_versions.valid_from,
+        newest_versions.closed_by_operation,
+        newest_versions.valid_to_position,
+        newest_versions.valid_to,
+        newest_versions.is_current,
+        version.is_deleted
     from newest_versions
-    where generation_rank = 1
+    where newest_versions.generation_rank = 1
 )
 
 select * from final

@@ -1,0 +1,109 @@
+{% macro cdc_catalog_column_types(feed, source_schema, source_table) %}
+    {#-
+        The catalog's columns of one table as rows (column_name, spark_type) in ordinal order
+        (seeds/cdc_columns.csv). Raises a compiler error naming the seed when it has none.
+        Empty at parse time.
+    -#}
+    {%- set columns = [] -%}
+    {%- if execute and load_relation(ref('cdc_columns')) is not none -%}
+        {%- set query -%}
+            select column_name, spark_type
+            from {{ ref('cdc_columns') }}
+            where feed = '{{ feed }}' and source_schema = '{{ source_schema }}' and source_table = '{{ source_table }}'
+            order by ordinal
+        {%- endset -%}
+        {%- set columns = run_query(query).rows -%}
+        {%- if columns | length == 0 -%}
+            {{ exceptions.raise_compiler_error(
+                "seeds/cdc_columns.csv has no columns for " ~ feed ~ " " ~ source_schema ~ "." ~ source_table
+                ~ ": add them (or run `cdc scaffold`) or delete this model file."
+            ) }}
+        {%- endif -%}
+    {%- endif -%}
+    {{ return(columns) }}
+{% endmacro %}
+
+
+{% macro cdc_typed_current_state(feed, source_schema, source_table) %}
+    {#-
+        Body of a typed per-table model (models/marts/tables/<feed>__<schema>__<table>.sql):
+        the table's live rows from current_state, one column per catalog column
+        (seeds/cdc_columns.csv, in ordinal order), cast from canonical text to its spark_type,
+        plus primary_key, last_change_position and last_committed_at.
+    -#}
+    -- depends_on: {{ ref('cdc_columns') }}
+    {%- set columns = cdc_catalog_column_types(feed, source_schema, source_table) %}
+
+with
+
+current_state as (
+    select * from {{ ref('current_state') }}
+),
+
+table_rows as (
+    select * from current_state
+    where
+        feed = '{{ feed }}'
+        and source_schema = '{{ source_schema }}'
+        and source_table = '{{ source_table }}'
+),
+
+typed as (
+    select
+        primary_key,
+        {%- for column in columns %}
+        cast(row['{{ column[0] }}'] as {{ column[1] }}) as `{{ column[0] | lower }}`,
+        {%- endfor %}
+        last_change_position,
+        last_committed_at
+    from table_rows
+)
+
+select * from typed
+{% endmacro %}
+
+
+{% macro cdc_typed_history(feed, source_schema, source_table) %}
+    {#-
+        Body of a typed history model (models/marts/tables/<feed>__<schema>__<table>__history.sql,
+        a view): the table's SCD type 2 versions from the history mart, one column per catalog
+        column cast from canonical text to its spark_type, with valid_from / valid_to (UTC commit
+        times), the opening and closing change positions, is_current and is_deleted.
+    -#}
+    -- depends_on: {{ ref('cdc_columns') }}
+    {%- set columns = cdc_catalog_column_types(feed, source_schema, source_table) %}
+
+with
+
+history as (
+    select * from {{ ref('history') }}
+),
+
+table_versions as (
+    select * from history
+    where
+        feed = '{{ feed }}'
+        and source_schema = '{{ source_schema }}'
+        and source_table = '{{ source_table }}'
+),
+
+typed as (
+    select
+        version_id,
+        primary_key,
+        {%- for column in columns %}
+        cast(row['{{ column[0] }}'] as {{ column[1] }}) as `{{ column[0] | lower }}`,
+        {%- endfor %}
+        valid_from,
+        valid_to,
+        valid_from_position,
+        valid_to_position,
+        opened_by_operation,
+        closed_by_operation,
+        is_current,
+        is_deleted
+    from table_versions
+)
+
+select * from typed
+{% endmacro %}

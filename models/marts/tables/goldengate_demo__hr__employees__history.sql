@@ -1,0 +1,2 @@
+{{ config(materialized='view') }}
+{{ cdc_typed_history('goldengate_demo', 'HR', 'EMPLOYEES') }}

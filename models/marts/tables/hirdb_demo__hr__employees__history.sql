@@ -1,0 +1,2 @@
+{{ config(materialized='view') }}
+{{ cdc_typed_history('hirdb_demo', 'HR', 'EMPLOYEES') }}

@@ -1,0 +1,51 @@
+{#-
+    History replayed to its last version is current state: the current, not deleted versions
+    are exactly the rows of current_state, with the same values.
+-#}
+
+with
+
+current_versions as (
+    select
+        feed,
+        source_schema,
+        source_table,
+        primary_key,
+        to_json(array_sort(map_entries(row))) as row_text
+    from {{ ref('history') }}
+    where is_current and not is_deleted
+),
+
+current_rows as (
+    select
+        feed,
+        source_schema,
+        source_table,
+        primary_key,
+        to_json(array_sort(map_entries(row))) as row_text
+    from {{ ref('current_state') }}
+),
+
+differences as (
+    (select
+        'only in history' as side,
+        *
+    from current_versions
+    except
+    select
+        'only in history' as side,
+        *
+    from current_rows)
+    union all
+    (select
+        'only in current_state' as side,
+        *
+    from current_rows
+    except
+    select
+        'only in current_state' as side,
+        *
+    from current_versions)
+)
+
+select * from differences

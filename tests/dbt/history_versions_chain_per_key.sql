@@ -1,0 +1,38 @@
+{#-
+    History has no gaps and no overlaps (DESIGN.md §6.6): per key, ordered by the position that
+    opened them, each version is closed exactly by the next one (valid_to_position and
+    valid_to equal the next valid_from_position and valid_from), only the last is current and
+    open, and a key has exactly one current version.
+-#}
+
+with
+
+history as (
+    select * from {{ ref('history') }}
+),
+
+ordered as (
+    select
+        *,
+        lead(valid_from_position) over key_versions as next_valid_from_position,
+        lead(valid_from) over key_versions as next_valid_from,
+        count(case when is_current then 1 end) over (
+            partition by feed, source_schema, source_table, primary_key
+        ) as current_versions
+    from history
+    window key_versions as (
+        partition by feed, source_schema, source_table, primary_key
+        order by valid_from_position, version_id
+    )
+)
+
+select * from ordered
+where
+    current_versions != 1
+    or (next_valid_from_position is null) != is_current
+    or (is_current and (valid_to_position is not null or valid_to is not null))
+    or (not is_current and (
+        valid_to_position != next_valid_from_position
+        or valid_to != next_valid_from
+        or valid_to_position < valid_from_position
+    ))
