@@ -5,7 +5,9 @@
 ``cdc demo``      simulate a source database, write Qlik change-table files and Kafka dumps
                   into ``demo/landing``, run, and print a summary.
 ``cdc scaffold``  write the tables that feeds' own metadata declares (``raw_metadata``) into
-                  the catalog seeds and generate one typed model file per catalog table.
+                  the catalog seeds and generate typed model files per catalog table.
+``cdc sql``       run one Spark SQL query on the embedded engine and print the rows (a table,
+                  or JSON lines with ``--json``): views such as ``cdc.history`` included.
 
 Exit status: 0 on success (rejected records included: they are counted, not fatal), 1 when
 ``dbt build`` fails, 2 for a configuration error (one message naming the file and the fix).
@@ -445,6 +447,31 @@ def spark_type_for(source_type: str, precision: int | None, scale: int | None) -
     return _SPARK_TYPES.get(kind, "string")
 
 
+def sql(config: ProjectConfig, query: str, as_json: bool) -> int:
+    """Run one Spark SQL query against the project's lake and print its rows; return 0.
+
+    With ``as_json``, one JSON object per row on stdout (maps as objects, timestamps and
+    decimals as text) and nothing else; otherwise a table. Spark's own errors propagate.
+    """
+    from python_udfs.spark import get_spark
+
+    rows = get_spark(config.lake_root).sql(query).collect()
+    if as_json:
+        for row in rows:
+            print(json.dumps(row.asDict(recursive=True), default=str, ensure_ascii=False))
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"{len(rows)} row(s)")
+    columns = list(rows[0].asDict()) if rows else []
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(str(v) for v in row))
+    _console().print(table)
+    return 0
+
+
 def _append_csv(path: Path, header: list[str], rows: list[dict]) -> None:
     if not rows:
         return
@@ -462,11 +489,15 @@ def main(argv: list[str] | None = None) -> int:
         ("run", "stage, then dbt build in the same Spark session"),
         ("demo", "simulate feeds, run, print a summary"),
         ("scaffold", "write catalog seeds and typed model files from feed metadata"),
+        ("sql", "run one Spark SQL query on the embedded engine and print its rows"),
     ):
         p = sub.add_parser(name, help=text)
         p.add_argument("--vars", help="dbt vars override (JSON or YAML mapping)")
         if name == "demo":
             p.add_argument("--seed", type=int, default=7, help="simulator random seed")
+        if name == "sql":
+            p.add_argument("query", help="the query, e.g. 'select * from cdc.history limit 20'")
+            p.add_argument("--json", action="store_true", help="print one JSON object per row")
         if name == "run":
             p.add_argument(
                 "dbt_args", nargs=argparse.REMAINDER, help="extra dbt build arguments after --"
@@ -480,6 +511,8 @@ def main(argv: list[str] | None = None) -> int:
         extra = _parse_vars(args.vars)
         config = load_project(project_dir, extra, check_paths=args.command in ("stage", "run"))
         _export_roots(config)
+        if args.command == "sql":
+            return sql(config, args.query, args.json)
         if args.command == "stage":
             stage(config, log=log)
             return 0

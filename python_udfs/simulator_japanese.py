@@ -98,7 +98,10 @@ def sqltxt_lines(sim, options: Mapping[str, Any] | None = None) -> list[str]:
                     + f"VALUES({','.join(values)});"
                 )
                 continue
-            image = change.after if change.operation == "UPDATE" else change.before
+            # WHERE names the row by its key after the update (the manual's example), or before
+            # it with the feed option where_image: before (then an UPDATE may change the key).
+            where_after = opts.get("where_image", "after") == "after"
+            image = change.after if change.operation == "UPDATE" and where_after else change.before
             where = " AND ".join(
                 f"{_ident(c.name)}=" + hirdb_literal(c, image[c.name], encoding, hex_text)
                 if image[c.name] is not None
@@ -128,7 +131,8 @@ def write_sqltxt(sim, folder: Path, options: Mapping[str, Any] | None = None) ->
     """Write the simulation as update-SQL files of one stream; return the file count.
 
     Options: ``encoding`` (default and ``auto``: ``cp932``), ``hex_text`` (the ``-H`` hex form for character
-    columns), ``files`` (default 2; each cut falls inside a transaction).
+    columns), ``files`` (default 2; each cut falls inside a transaction), ``where_image``
+    (``after`` default: WHERE holds the key after the update; ``before``: before it).
     """
     opts = dict(options or {})
     encoding = opts.get("encoding") if opts.get("encoding", "auto") != "auto" else "cp932"

@@ -1,0 +1,377 @@
+"""Scenario table of DESIGN.md §6: each apply case, written by hand, through every feed format
+that can express it, with a hand-written expected current state and history.
+
+Every scenario is a small script of transactions on the CUSTOMERS table of the format's source
+database, written to files by the format's simulator writer (the Linkexpress full-load case by
+``lx_record``). All scenario feeds share one project; files land in two rounds (the
+out-of-order case lands its later files first) and each round is one ``cdc run``.
+
+Cases a format cannot express, and why:
+- TRUNCATE: Qlik change tables and Kafka messages of this simulator carry none.
+- key change: a Linkexpress UPDATE record holds the after image only.
+- full load replacing a table mid-stream: only Linkexpress full extracts (Qlik full loads sit at
+  position zero, before every change; GoldenGate and HiRDB files hold no loads).
+- duplicates at one position: only the Qlik formats carry their position in the record;
+  elsewhere a position is the file name and offset.
+- open transaction: Qlik change tables have no transaction boundaries.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from python_udfs.simulator import (
+    JP_TABLES,
+    SimChange,
+    Simulation,
+    _new_row,
+    catalog_rows,
+    primary_key_text,
+    tables_for,
+    write_feed,
+)
+from python_udfs.simulator_japanese import lx_record
+from tests.spark_project import cdc, make_project, read_mart
+
+pytestmark = pytest.mark.spark
+
+FORMATS = {
+    "ct": "qlik_change_tables",
+    "kafka": "qlik_kafka",
+    "gg": "goldengate_trail",
+    "hirdb": "hirdb_update_sql",
+    "lx": "linkexpress_extract",
+}
+OPTIONS = {
+    "ct": {"mask_bit_order": "lsb_last_hex"},
+    "kafka": {"mask_bit_order": "lsb_last_hex", "schema_dir": "schemas"},
+    "gg": {"byte_order": "auto", "records_per_file": 3},
+    "hirdb": {"encoding": "auto", "source_time_zone": "UTC", "where_image": "before"},
+    "lx": {"unit": "group", "logtype": "auto", "byteswap": "auto", "outcode": "sjis", "chunks": 3},
+}
+WRITER_ONLY = {"records_per_file", "chunks"}  # simulator options, not decoder options
+
+
+class Script:
+    """Transactions on the CUSTOMERS table of one format's source database."""
+
+    def __init__(self, short: str) -> None:
+        self.table = next(t for t in tables_for(FORMATS[short]) if t.name == "CUSTOMERS")
+        self.changes: list[SimChange] = []
+        self.open: list[SimChange] = []
+        self.clock = dt.datetime(2024, 5, 1, 9, 0, 0)
+        self.number = 0
+
+    def row(self, key: int, variant: int = 0, **overrides) -> dict:
+        """A full row of key ``key``: values drawn from a seed, then ``overrides``."""
+        row = _new_row(random.Random(key * 101 + variant), self.table, (str(key),))
+        row.update(overrides)
+        return row
+
+    @property
+    def key_name(self) -> str:
+        return self.table.key_columns[0].name
+
+    def pk(self, key: int) -> str:
+        return primary_key_text(self.table, {self.key_name: str(key)})
+
+    def transaction(self, *ops: tuple, is_open: bool = False) -> None:
+        """Append one transaction of ``(operation, before, after)`` changes."""
+        self.clock += dt.timedelta(seconds=10)
+        txn_id = f"{len({c.transaction_id for c in self.changes}) + 1:032X}"
+        batch = []
+        for operation, before, after in ops:
+            self.number += 1
+            seq = self.clock.strftime("%Y%m%d%H%M%S") + "00" + f"{self.number:019d}"
+            columns = [c.name for c in self.table.columns]
+            changed = {
+                "INSERT": columns,
+                "DELETE": [self.key_name],
+                "TRUNCATE": [],
+            }.get(operation) or [c for c in columns if (before or {}).get(c) != after.get(c)]
+            batch.append(
+                SimChange(self.table, operation, before, after, changed, seq, txn_id, self.clock)
+            )
+        for i, change in enumerate(batch, start=1):
+            change.counter, change.is_last = i, i == len(batch)
+        self.changes += batch
+        if is_open:
+            self.open = batch
+
+    def simulation(self) -> Simulation:
+        return Simulation(self.changes, {}, self.open)
+
+
+@dataclass
+class Scenario:
+    """One case: a script per format, the expected state and history, the landing rounds."""
+
+    name: str
+    formats: tuple[str, ...]
+    script: object  # (Script) -> (expected state, expected history)
+    late_first: bool = False  # land the later half of the files in round 1
+    files: dict = field(default_factory=dict)
+
+
+def overlay(s: Script):
+    nullable = next(c.name for c in s.table.columns if c.nullable and not c.primary_key_position)
+    r1 = s.row(1, 0)
+    r1[nullable] = r1[nullable] or "set"
+    r2 = s.row(1, 1, **{nullable: None})
+    s.transaction(("INSERT", None, r1))
+    s.transaction(("UPDATE", r1, r2))
+    return {s.pk(1): r2}, {s.pk(1): [("INSERT", False, r1), ("UPDATE", False, r2)]}
+
+
+def key_change(s: Script):
+    r1 = s.row(1, 0)
+    moved = s.row(1, 1, **{s.key_name: "2"})
+    s.transaction(("INSERT", None, r1))
+    s.transaction(("UPDATE", r1, moved))
+    return {s.pk(2): moved}, {
+        s.pk(1): [("INSERT", False, r1), ("UPDATE", True, r1)],
+        s.pk(2): [("UPDATE", False, moved)],
+    }
+
+
+def delete_reinsert(s: Script):
+    r1, r1b = s.row(1, 0), s.row(1, 5)
+    s.transaction(("INSERT", None, r1))
+    s.transaction(("DELETE", r1, None))
+    s.transaction(("INSERT", None, r1b))
+    return {s.pk(1): r1b}, {
+        s.pk(1): [("INSERT", False, r1), ("DELETE", True, r1), ("INSERT", False, r1b)]
+    }
+
+
+def truncate(s: Script):
+    r1, r2, r3 = s.row(1), s.row(2), s.row(3)
+    s.transaction(("INSERT", None, r1), ("INSERT", None, r2))
+    s.transaction(("TRUNCATE", None, None))
+    s.transaction(("INSERT", None, r3))
+    return {s.pk(3): r3}, {
+        s.pk(1): [("INSERT", False, r1), ("TRUNCATE", True, r1)],
+        s.pk(2): [("INSERT", False, r2), ("TRUNCATE", True, r2)],
+        s.pk(3): [("INSERT", False, r3)],
+    }
+
+
+def out_of_order(s: Script):
+    r1, r1b, r1c, r2 = s.row(1), s.row(1, 1), s.row(1, 2), s.row(2)
+    s.transaction(("INSERT", None, r1))
+    s.transaction(("UPDATE", r1, r1b))
+    s.transaction(("INSERT", None, r2))
+    s.transaction(("UPDATE", r1b, r1c))
+    s.transaction(("DELETE", r2, None))
+    s.transaction(("UPDATE", r1c, r1))
+    return {s.pk(1): r1}, {
+        s.pk(1): [
+            ("INSERT", False, r1),
+            ("UPDATE", False, r1b),
+            ("UPDATE", False, r1c),
+            ("UPDATE", False, r1),
+        ],
+        s.pk(2): [("INSERT", False, r2), ("DELETE", True, r2)],
+    }
+
+
+def open_transaction(s: Script):
+    r1, r1b, r2 = s.row(1), s.row(1, 1), s.row(2)
+    s.transaction(("INSERT", None, r1))
+    s.transaction(("UPDATE", r1, r1b), ("INSERT", None, r2), is_open=True)
+    return {s.pk(1): r1}, {s.pk(1): [("INSERT", False, r1)]}
+
+
+def duplicates(s: Script):
+    r1, r2 = s.row(1), s.row(2)
+    s.transaction(("INSERT", None, r1))
+    s.transaction(("INSERT", None, r2))
+    s.transaction(("DELETE", r2, None))
+    return {s.pk(1): r1}, {
+        s.pk(1): [("INSERT", False, r1)],
+        s.pk(2): [("INSERT", False, r2), ("DELETE", True, r2)],
+    }
+
+
+SCENARIOS = [
+    Scenario("overlay", ("ct", "kafka", "gg", "hirdb", "lx"), overlay),
+    Scenario("keychange", ("ct", "kafka", "gg", "hirdb"), key_change),
+    Scenario("reinsert", ("ct", "kafka", "gg", "hirdb", "lx"), delete_reinsert),
+    Scenario("truncate", ("gg", "hirdb", "lx"), truncate),
+    Scenario("late", ("ct", "kafka", "gg", "hirdb", "lx"), out_of_order, late_first=True),
+    Scenario("open", ("kafka", "gg", "hirdb", "lx"), open_transaction),
+    Scenario("dupexact", ("ct", "kafka"), duplicates),
+    Scenario("dupconflict", ("ct", "kafka"), duplicates),
+]
+
+
+def _write_full_load(folder: Path):
+    """Linkexpress: a full extract of keys 1 and 2, an INSERT of key 3, then a full extract of
+    key 1 only (changed): the second full load replaces the table as of its position."""
+    s = Script("lx")
+    r1, r2, r3, r1b = s.row(1), s.row(2), s.row(3), s.row(1, 1)
+    opts = {"little": True, "order": ">", "outcode": "sjis"}
+    ext_id = 1 + [t.name for t in JP_TABLES].index("CUSTOMERS")
+    full = folder / f"{s.table.schema}.{s.table.name}"
+    full.mkdir(parents=True)
+
+    def records(rows, op, ext=0):
+        return b"".join(
+            lx_record("D", s.table.columns, r, op, extraction_id=ext, **opts) for r in rows
+        )
+
+    (full / "LX000001_F.dat").write_bytes(records([r1, r2], 0))
+    diff = records([r3], 1, ext_id) + lx_record("D", s.table.columns, None, 0x8000, **opts)
+    (folder / "LX000002_D.dat").write_bytes(diff)
+    (full / "LX000003_F.dat").write_bytes(records([r1b], 0))
+    return {s.pk(1): r1b}, {
+        s.pk(1): [("LOAD", False, r1), ("LOAD", True, r1), ("LOAD", False, r1b)],
+        s.pk(2): [("LOAD", False, r2), ("LOAD", True, r2)],
+        s.pk(3): [("INSERT", False, r3), ("LOAD", True, r3)],
+    }
+
+
+def _earlier_half(folder: Path) -> list[Path]:
+    """The change files of the first half of the feed's file names (a .csv with its .dfm)."""
+    files = [p for p in folder.rglob("*") if p.is_file() and "schemas" not in p.parts]
+    stem = {p: p.name[:-4] if p.suffix in (".csv", ".dfm") else p.name for p in files}
+    names = sorted(set(stem.values()))
+    early = set(names[: len(names) // 2])
+    return [p for p in files if stem[p] in early]
+
+
+def _land(src: Path, landing: Path, files: list[Path]) -> None:
+    for path in files:
+        target = landing / path.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+
+
+@pytest.fixture(scope="module")
+def scenario_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("scenarios")
+    src, landing, lake = root / "src", root / "landing", root / "lake"
+    feeds, expected, later = {}, {}, []
+    feeds_yaml = ["  cdc_feeds:"]
+    for scenario in SCENARIOS:
+        for short in scenario.formats:
+            feed = f"{scenario.name}_{short}"
+            script = Script(short)
+            expected[feed] = scenario.script(script)
+            folder = src / feed
+            write_feed(script.simulation(), FORMATS[short], folder, OPTIONS[short])
+            feeds[feed] = FORMATS[short]
+            if scenario.late_first:
+                later += _earlier_half(folder)  # the earlier positions land in round 2
+            if scenario.name.startswith("dup"):
+                name = script.changes[0].after["NAME"]
+                _duplicate(folder, short, scenario.name == "dupconflict", name)
+    feeds["fullload_lx"] = FORMATS["lx"]
+    expected["fullload_lx"] = _write_full_load(src / "fullload_lx")
+    for feed, fmt in feeds.items():
+        short = next(k for k, v in FORMATS.items() if v == fmt)
+        options = {k: v for k, v in OPTIONS[short].items() if k not in WRITER_ONLY}
+        feeds_yaml += [f"    {feed}:", f"      format: {fmt}", f"      path: {feed}"]
+        feeds_yaml += ["      options:"] + [f"        {k}: {v}" for k, v in options.items()]
+    project = make_project(
+        root, "\n".join(feeds_yaml) + "\n", seeds=catalog_rows(feeds), typed_models=False
+    )
+    first = [p for p in sorted(src.rglob("*")) if p.is_file() and p not in later]
+    _land(src, landing, first)
+    round1 = cdc(project, "run", landing=landing, lake=lake)
+    _land(src, landing, later)
+    round2 = cdc(project, "run", landing=landing, lake=lake)
+    history = [
+        json.loads(line)
+        for line in cdc(
+            project,
+            "sql",
+            "--json",
+            "select feed, primary_key, opened_by_operation, is_deleted, row, valid_from_position,"
+            " valid_to_position, is_current from cdc.history",
+            landing=landing,
+            lake=lake,
+        ).stdout.splitlines()
+        if line.startswith("{")
+    ]
+    return expected, lake, history, round1, round2
+
+
+def _duplicate(folder: Path, short: str, conflict: bool, name: str) -> None:
+    """Land every change file a second time under a later name; with ``conflict``, change the
+    NAME ``name`` in the copy (same change sequence, other content)."""
+    if short == "ct":
+        ct_dir = next(p for p in folder.iterdir() if p.name.endswith("CUSTOMERS__ct"))
+        for path in sorted(ct_dir.glob("*.csv")):
+            copy = path.with_name("2099" + path.name[4:])
+            text = path.read_text(encoding="utf-8")
+            if conflict and f'"{name}"' in text:
+                text = text.replace(f'"{name}"', '"conflicting name"', 1)
+            copy.write_text(text, encoding="utf-8")
+            shutil.copy(path.with_suffix(".dfm"), copy.with_suffix(".dfm"))
+    else:
+        for path in sorted(folder.glob("*SALES.CUSTOMERS*-0-*.jsonl")):
+            lines = path.read_bytes().splitlines(keepends=True)
+            if conflict:
+                data = [i for i, line in enumerate(lines) if b'"type": "DT"' in line]
+                message = json.loads(lines[data[0]])
+                message["message"]["data"]["NAME"] = "conflicting name"
+                lines[data[0]] = json.dumps(message).encode() + b"\n"
+            copy = path.with_name(path.name.replace("-0-0", "-0-9"))
+            copy.write_bytes(b"".join(lines))
+
+
+def _state(lake: Path) -> dict:
+    state: dict = {}
+    for row in read_mart(lake, "current_state"):
+        state.setdefault(row["feed"], {})[row["primary_key"]] = row["row"]
+    return state
+
+
+CASES = [(scenario.name, short) for scenario in SCENARIOS for short in scenario.formats] + [
+    ("fullload", "lx")
+]
+
+
+@pytest.mark.parametrize("name,short", CASES, ids=[f"{n}-{s}" for n, s in CASES])
+def test_scenario_current_state_and_history(scenario_run, name, short):
+    expected, lake, history, _round1, _round2 = scenario_run
+    feed = f"{name}_{short}"
+    expected_state, expected_history = expected[feed]
+    assert _state(lake).get(feed, {}) == expected_state
+    versions: dict = {}
+    for row in sorted(
+        (r for r in history if r["feed"] == feed), key=lambda r: r["valid_from_position"]
+    ):
+        versions.setdefault(row["primary_key"], []).append(
+            (row["opened_by_operation"], row["is_deleted"], row["row"])
+        )
+    assert versions == expected_history
+
+
+def test_open_transactions_are_pending_not_applied(scenario_run):
+    _expected, lake, _history, _r1, _r2 = scenario_run
+    pending = read_mart(lake, "pending_changes")
+    for short in ("gg", "hirdb", "lx"):  # no commit yet: both changes wait
+        assert len([r for r in pending if r["feed"] == f"open_{short}"]) == 2, short
+    # Kafka: the last event of the transaction is unpublished, the first one waits
+    assert len([r for r in pending if r["feed"] == "open_kafka"]) == 1
+
+
+def test_exact_duplicates_are_ignored_and_conflicting_ones_reported(scenario_run):
+    _expected, lake, _history, round1, _round2 = scenario_run
+    log = read_mart(lake, "change_log")
+    for feed in ("dupexact_ct", "dupexact_kafka", "dupconflict_ct", "dupconflict_kafka"):
+        assert len([r for r in log if r["feed"] == feed]) == 3, feed
+    assert "WARN" in round1.stdout and "conflicting_duplicate_changes" in round1.stdout
+    conflicts = [
+        line for line in round1.stdout.splitlines() if "conflicting_duplicate_changes" in line
+    ]
+    assert any("Got 2 results" in line or "2 result" in line for line in conflicts), conflicts
