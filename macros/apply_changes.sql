@@ -70,6 +70,8 @@
         INSERT and LOAD are SET (the row becomes the after image), UPDATE is OVERLAY, DELETE is
         REMOVE. An UPDATE whose before image has another key (before_primary_key) is a REMOVE of
         the old key and a SET of the new key with the before image overlaid by the after image.
+        LOAD events carry their transaction (load_transaction), so that the reset of a full load
+        is not applied to the keys the load itself sets (see cdc_applicable_resets).
     -#}
     select
         feed,
@@ -92,7 +94,8 @@
                 else after_image
             end,
             'committed_at', committed_at,
-            'operation', operation
+            'operation', operation,
+            'load_transaction', case when operation = 'LOAD' then transaction_id end
         ) as event
     from {{ relation }}
     where primary_key is not null and operation in ('INSERT', 'UPDATE', 'DELETE', 'LOAD')
@@ -108,7 +111,8 @@
             'kind', 'REMOVE',
             'image', before_image,
             'committed_at', committed_at,
-            'operation', operation
+            'operation', operation,
+            'load_transaction', cast(null as string)
         ) as event
     from {{ relation }}
     where
@@ -140,6 +144,8 @@
         ),
         named_struct('row', {{ initial_row }}, 'versions', {{ initial_versions }}),
         (acc, e) -> case
+            when e.kind = 'SET' and {{ cdc_same_row('acc.row', 'e.image') }} then acc
+            when e.kind = 'OVERLAY' and {{ cdc_same_row('acc.row', cdc_overlay('acc.row', 'e.image')) }} then acc
             when e.kind = 'SET' then named_struct(
                 'row', e.image,
                 'versions', concat(acc.versions, array({{ cdc_version('e', 'e.image', 'false') }}))
@@ -172,4 +178,26 @@
         row: map<string, string>,
         is_deleted: boolean
     >
+{% endmacro %}
+
+
+{% macro cdc_same_row(row, other) %}
+    {#- SQL boolean: is `row` live (not null) and equal to `other`, column by column (maps do not compare in Spark). -#}
+    ({{ row }} is not null and {{ other }} is not null
+        and to_json(array_sort(map_entries({{ row }}))) = to_json(array_sort(map_entries({{ other }}))))
+{% endmacro %}
+
+
+{% macro cdc_applicable_resets(resets, events) %}
+    {#-
+        SQL array: the table resets (`resets`, reset events of int_table_resets) that apply to a
+        key with row events `events`: a TRUNCATE always; the reset of a full load only when the
+        key has no LOAD row in that load (a key the load sets again keeps its history open, and
+        a version opens only if the load changed it).
+    -#}
+    filter(
+        coalesce({{ resets }}, array()),
+        r -> r.load_transaction is null
+        or not exists(coalesce({{ events }}, array()), e -> e.load_transaction <=> r.load_transaction)
+    )
 {% endmacro %}

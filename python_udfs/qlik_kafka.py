@@ -166,13 +166,19 @@ class KafkaCatalog:
     by_table: dict[tuple[str, str], TableMeta] = field(default_factory=dict)
 
     def add_columns(self, columns: list[MetadataColumn]) -> None:
-        """Add the columns of one or more MD messages / seed tables (grouped by table version)."""
+        """Add the columns of one or more MD messages / seed tables (grouped by table version).
+
+        Columns declared more than once for one table version and schema id (the same MD
+        message delivered again) count once.
+        """
         groups: dict[tuple, list[MetadataColumn]] = {}
         for c in columns:
             key = (c.source_schema, c.source_table, c.table_version, c.schema_id)
             groups.setdefault(key, []).append(c)
         for (schema, table, version, schema_id), cols in groups.items():
-            cols = sorted(cols, key=lambda c: c.ordinal)
+            # an MD message delivered twice (a replayed dump) declares each column twice
+            unique = {(c.ordinal, c.column_name): c for c in cols}
+            cols = sorted(unique.values(), key=lambda c: c.ordinal)
             meta = TableMeta(schema, table, version, cols, schema_id, cols[0].data_schema)
             if schema_id:
                 self.by_schema_id[schema_id] = meta

@@ -286,3 +286,16 @@ def test_truncated_frame_and_growing_files():
         and len(growing.rows) == 1
         and growing.consumed_end == lines.index(b"\n") + 1
     )
+
+
+def test_an_md_message_delivered_twice_declares_each_column_once(samples):
+    dump = _md_line(samples) + b"\n"
+    once, twice = KafkaCatalog(), KafkaCatalog()
+    once.add_columns(scan_metadata(dump, file_name="t-0-00000000000000000000.jsonl"))
+    twice.add_columns(scan_metadata(dump + dump, file_name="t-0-00000000000000000000.jsonl"))
+    assert len(scan_metadata(dump + dump, file_name="t.jsonl")) == 2 * len(
+        scan_metadata(dump, file_name="t.jsonl")
+    )
+    assert [c.column_name for c in twice.by_table[("employees", "salaries")].columns] == [
+        c.column_name for c in once.by_table[("employees", "salaries")].columns
+    ]

@@ -180,11 +180,14 @@ key_events as (
         classified.is_rebuilt,
         case
             when classified.is_rebuilt
-                then concat(coalesce(rebuilt_key_events.events, array()), coalesce(classified.resets, array()))
+                then concat(
+                    coalesce(rebuilt_key_events.events, array()),
+                    {{ cdc_applicable_resets('classified.resets', 'rebuilt_key_events.events') }}
+                )
             else concat(
                 coalesce(classified.new_key_events, array()),
                 filter(
-                    coalesce(classified.resets, array()),
+                    {{ cdc_applicable_resets('classified.resets', 'classified.new_key_events') }},
                     r -> classified.last_event_order is null or r.event_order > classified.last_event_order
                 )
             )

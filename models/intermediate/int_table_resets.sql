@@ -18,6 +18,7 @@ truncates as (
         {{ cdc_change_order() }} as reset_order,
         committed_at,
         operation,
+        cast(null as string) as load_transaction,
         applied_generation
     from change_log
     where operation = 'TRUNCATE' and source_table is not null
@@ -31,6 +32,7 @@ load_starts as (
         min({{ cdc_change_order() }}) as reset_order,
         min_by(committed_at, {{ cdc_change_order() }}) as committed_at,
         'LOAD' as operation,
+        transaction_id as load_transaction,
         max(applied_generation) as applied_generation
     from change_log
     where operation = 'LOAD'
@@ -52,7 +54,8 @@ final as (
             'kind', 'REMOVE',
             'image', cast(null as map<string, string>),  -- noqa: LT01
             'committed_at', committed_at,
-            'operation', operation
+            'operation', operation,
+            'load_transaction', load_transaction
         ) as event
     from resets
 )

@@ -1,9 +1,9 @@
 {#-
     Linkexpress extract records in the canonical change event shape (DESIGN.md §5).
     change_position = file name + 12-digit record index; files sort by name (file_order).
-    Full extract rows (0x0000) are LOAD rows, and a full extract replaces its table: a TRUNCATE
-    is derived at position <file>:000000000000, just before the file's first row, so rows loaded
-    earlier and missing from the extract are gone. An empty full extract (0xffff) is a TRUNCATE.
+    Full extract rows (0x0000) are LOAD rows, one transaction per file, so a full extract
+    replaces its table (int_table_resets: rows loaded earlier and missing from the extract are
+    gone). An empty full extract (0xffff) is a TRUNCATE.
     One-table files (table unit, group full extracts) are one transaction each, as the decoder
     marks them; in group differential files a transaction runs up to the next commit record
     (0x8000), across files, and records with no commit after them yet stay pending. The file
@@ -81,35 +81,6 @@ record_changes as (
     where operation_code != 32768
 ),
 
-full_extract_starts as (
-    select
-        feed,
-        source_schema,
-        source_table,
-        concat(regexp_extract(min(change_position), '^(.*):[^:]*$', 1), ':', repeat('0', 12))
-            as change_position,
-        'TRUNCATE' as operation,
-        min(transaction_id) as transaction_id,
-        true as has_transaction_end,
-        false as marked_transaction_end,
-        min(committed_at) as committed_at,
-        cast(null as map<string, string>) as before_image,  -- noqa: LT01
-        cast(null as map<string, string>) as after_image,  -- noqa: LT01
-        source_file,
-        cast(0 as bigint) as record_offset,
-        cast(0 as bigint) as record_index,
-        min(ingest_batch_id) as ingest_batch_id
-    from record_changes
-    where operation = 'LOAD'
-    group by feed, source_schema, source_table, source_file
-),
-
-changes as (
-    select * from record_changes
-    union all
-    select * from full_extract_starts
-),
-
 sequenced as (
     select
         *,
@@ -123,7 +94,7 @@ sequenced as (
                 order by change_position desc
             ) = 1
         ) as is_transaction_end
-    from changes
+    from record_changes
 ),
 
 final as (
