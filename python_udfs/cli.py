@@ -6,6 +6,8 @@
                   into ``demo/landing``, run, and print a summary.
 ``cdc scaffold``  write the tables that feeds' own metadata declares (``raw_metadata``) into
                   the catalog seeds and generate typed model files per catalog table.
+``cdc thrift-server``  start a Spark Thrift Server on loopback against the project's lake (the
+                  cluster path: ``dbt build --target thrift``); runs until stopped.
 ``cdc sql``       run one Spark SQL query on the embedded engine and print the rows (a table,
                   or JSON lines with ``--json``): views such as ``cdc.history`` included.
 
@@ -490,11 +492,15 @@ def main(argv: list[str] | None = None) -> int:
         ("demo", "simulate feeds, run, print a summary"),
         ("scaffold", "write catalog seeds and typed model files from feed metadata"),
         ("sql", "run one Spark SQL query on the embedded engine and print its rows"),
+        ("thrift-server", "start a Spark Thrift Server on loopback against the lake"),
     ):
         p = sub.add_parser(name, help=text)
         p.add_argument("--vars", help="dbt vars override (JSON or YAML mapping)")
         if name == "demo":
             p.add_argument("--seed", type=int, default=7, help="simulator random seed")
+        if name == "thrift-server":
+            p.add_argument("--port", type=int, default=10001, help="port (default 10001)")
+            p.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
         if name == "sql":
             p.add_argument("query", help="the query, e.g. 'select * from cdc.history limit 20'")
             p.add_argument("--json", action="store_true", help="print one JSON object per row")
@@ -513,6 +519,13 @@ def main(argv: list[str] | None = None) -> int:
         _export_roots(config)
         if args.command == "sql":
             return sql(config, args.query, args.json)
+        if args.command == "thrift-server":
+            from python_udfs.spark import thrift_server_command
+
+            config.lake_root.mkdir(parents=True, exist_ok=True)
+            command = thrift_server_command(config.lake_root, args.port, args.host)
+            log(f"Spark Thrift Server on {args.host}:{args.port}, lake {config.lake_root}")
+            os.execv(command[0], command)  # replaces this process; stop it with Ctrl-C
         if args.command == "stage":
             stage(config, log=log)
             return 0

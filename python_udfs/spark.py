@@ -41,12 +41,51 @@ def spark_conf(lake_root: Path) -> dict[str, str]:
         ),
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={lake} -Dderby.stream.error.file={lake / 'derby.log'}",
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        # A run killed during CREATE TABLE AS SELECT leaves the table folder without a metastore
+        # entry; the next run must be able to create the table there again (crash safety).
+        "spark.sql.legacy.allowNonEmptyLocationInCTAS": "true",
         "spark.sql.parquet.compression.codec": "snappy",
         "spark.python.worker.reuse": "true",
         # Python workers run the decoders: they must use this interpreter (the venv's).
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
     }
+
+
+#: Settings of the embedded engine that concern the Python workers of this process only; a Spark
+#: Thrift Server (``cdc thrift-server``) takes every other setting of :func:`spark_conf`.
+PYTHON_ONLY = ("spark.pyspark.python", "spark.pyspark.driver.python", "spark.python.worker.reuse")
+
+
+def thrift_server_command(lake_root: Path, port: int, host: str = "127.0.0.1") -> list[str]:
+    """Return the command that starts a Spark Thrift Server for ``lake_root`` from this pyspark.
+
+    The server binds ``host``:``port`` (loopback by default) and uses the embedded engine's
+    settings (:func:`spark_conf`: same warehouse, Derby metastore, UTC, ANSI off), so dbt's
+    ``thrift`` target builds the same tables as the embedded run. Embedded Derby admits one
+    JVM: stop the server before ``cdc run``. Raises FileNotFoundError when pyspark has no
+    ``bin/spark-submit``.
+    """
+    import pyspark
+
+    spark_home = Path(pyspark.__file__).parent
+    submit = spark_home / "bin" / "spark-submit"
+    if not submit.is_file():
+        raise FileNotFoundError(f"{submit} not found: reinstall pyspark (make install)")
+    conf = {k: v for k, v in spark_conf(lake_root).items() if k not in PYTHON_ONLY}
+    conf["spark.app.name"] = "cdc_changelog_thrift"
+    conf["spark.hadoop.hive.server2.thrift.port"] = str(port)
+    conf["spark.hadoop.hive.server2.thrift.bind.host"] = host
+    command = [str(submit), "--class", "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"]
+    command += [
+        "--master",
+        conf.pop("spark.master"),
+        "--driver-memory",
+        conf.pop("spark.driver.memory"),
+    ]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    return command + ["spark-internal"]
 
 
 def get_spark(lake_root: Path) -> SparkSession:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -43,23 +45,102 @@ def test_shipped_seeds_describe_the_simulated_tables():
     assert len(tables) == 15 and CDC_COLUMNS_HEADER == list(shipped[0])
 
 
+ROUNDS = 5
+
+
+def landing_rounds(folder: Path, rounds: int = ROUNDS) -> list[list[Path]]:
+    """Split a feed's files into ``rounds`` consecutive groups by file name (the order the
+    writer produced them; a Qlik .csv stays with its .dfm, Avro schemas come first)."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    unit = {p: p.name[:-4] if p.suffix in (".csv", ".dfm") else p.name for p in files}
+    names = sorted({unit[p] for p in files if "schemas" not in p.parts and "dirdef" not in p.parts})
+    groups = [
+        [
+            p
+            for p in files
+            if unit[p] in names[len(names) * k // rounds : len(names) * (k + 1) // rounds]
+        ]
+        for k in range(rounds)
+    ]
+    groups[0] += [p for p in files if unit[p] not in names]  # schemas, sourcedefs
+    return groups
+
+
+def _land(src: Path, landing: Path, files: list[Path]) -> None:
+    for path in files:
+        target = landing / path.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+
+
+def _snapshot(project, landing, lake) -> dict:
+    """The marts an incremental run and a full refresh must agree on (history via ``cdc sql``)."""
+    log = read_mart(lake, "change_log")
+    history = cdc(
+        project, "sql", "--json", "select * from cdc.history", landing=landing, lake=lake
+    ).stdout.splitlines()
+    return {
+        "change_log": sorted(
+            json.dumps({k: v for k, v in r.items() if k != "applied_generation"}, default=str)
+            for r in log
+        ),
+        "current_state": sorted(
+            json.dumps(r, default=str) for r in read_mart(lake, "current_state")
+        ),
+        "history": sorted(line for line in history if line.startswith("{")),
+    }
+
+
 @pytest.fixture(scope="module")
 def oracle_run(tmp_path_factory):
+    """All five demo feeds landed in five rounds, one incremental ``cdc run`` each, then the
+    marts of a full refresh over the same files."""
     root = tmp_path_factory.mktemp("oracle")
-    landing, lake = root / "landing", root / "lake"
+    src, landing, lake = root / "src", root / "landing", root / "lake"
     project = make_project(root)
     sim = simulate(seed=11)
     feeds = load_project(project, check_paths=False).feeds
     for feed, fmt in FEEDS.items():
-        write_feed(sim, fmt, landing / feed, feeds[feed].options)
+        write_feed(sim, fmt, src / feed, feeds[feed].options)
     for feed, fmt in JP_FEEDS.items():
-        write_feed(jp_simulation(), fmt, landing / feed, feeds[feed].options)
-    first = cdc(project, "run", landing=landing, lake=lake)
-    return sim, project, landing, lake, first
+        write_feed(jp_simulation(), fmt, src / feed, feeds[feed].options)
+    rounds = [landing_rounds(src / feed) for feed in {**FEEDS, **JP_FEEDS}]
+    for feed in {**FEEDS, **JP_FEEDS}:
+        (landing / feed).mkdir(parents=True)  # a feed's folder must exist, even empty
+    runs = []
+    for k in range(ROUNDS):
+        for feed_rounds in rounds:
+            _land(src, landing, feed_rounds[k])
+        runs.append(cdc(project, "run", landing=landing, lake=lake))
+    incremental = _snapshot(project, landing, lake)
+    cdc(project, "run", "--", "--full-refresh", landing=landing, lake=lake)
+    full_refresh = _snapshot(project, landing, lake)
+    return sim, project, landing, lake, runs[-1], incremental, full_refresh
+
+
+def test_incremental_rounds_and_a_full_refresh_build_identical_marts(oracle_run):
+    *_, incremental, full_refresh = oracle_run
+    assert len(incremental["history"]) > len(incremental["current_state"]) > 0
+    for mart in ("change_log", "current_state", "history"):
+        assert incremental[mart] == full_refresh[mart], mart
+
+
+def test_history_replays_to_current_state(oracle_run):
+    *_, incremental, _full = oracle_run
+    current = {}
+    for line in incremental["history"]:
+        row = json.loads(line)
+        if row["is_current"] and not row["is_deleted"]:
+            current[(row["feed"], row["source_table"], row["primary_key"])] = row["row"]
+    state = {
+        (r["feed"], r["source_table"], r["primary_key"]): r["row"]
+        for r in map(json.loads, incremental["current_state"])
+    }
+    assert current == state
 
 
 def test_current_state_equals_the_simulated_database(oracle_run):
-    sim, _project, _landing, lake, first = oracle_run
+    sim, _project, _landing, lake, first, *_ = oracle_run
     state = _state(lake)
     for feed in FEEDS:
         assert state[feed] == {k: v for k, v in sim.final_state.items() if v}, feed
@@ -90,7 +171,7 @@ def test_current_state_equals_the_simulated_database(oracle_run):
 
 
 def test_change_log_is_unique_ordered_and_has_paired_update_images(oracle_run):
-    sim, _project, _landing, lake, _first = oracle_run
+    sim, _project, _landing, lake, *_ = oracle_run
     log = read_mart(lake, "change_log")
     assert len({r["change_id"] for r in log}) == len(log)
     ct_updates = [r for r in log if r["feed"] == "qlik_ct_demo" and r["operation"] == "UPDATE"]
@@ -115,7 +196,7 @@ def test_change_log_is_unique_ordered_and_has_paired_update_images(oracle_run):
 
 
 def test_rerun_changes_nothing_and_an_appended_file_adds_exactly_its_changes(oracle_run):
-    sim, project, landing, lake, _first = oracle_run
+    sim, project, landing, lake, *_ = oracle_run
     before_log, before_state = read_mart(lake, "change_log"), _state(lake)
     cdc(project, "run", landing=landing, lake=lake)
     assert sorted(r["change_id"] for r in read_mart(lake, "change_log")) == sorted(
@@ -347,7 +428,7 @@ def test_dbt_docs_generate_documents_every_mart_model_and_column(oracle_run):
     import sys
     from pathlib import Path
 
-    _sim, project, landing, lake, _first = oracle_run
+    _sim, project, landing, lake, *_ = oracle_run
     env = {**os.environ, "CDC_LAKE_ROOT": str(lake), "CDC_LANDING_ROOT": str(landing)}
     dbt = Path(sys.executable).parent / "dbt"
     proc = subprocess.run(
