@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install demo test lint format docs lock clean benchmark
+.PHONY: install demo test lint format docs lock clean benchmark benchmark-scale
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,10 @@ benchmark: $(STAMP)
 	$(BIN)/python benchmarks/staging_throughput.py
 	$(BIN)/python benchmarks/goldengate_throughput.py
 	$(BIN)/python benchmarks/japanese_throughput.py
+
+## Scale benchmark of the whole pipeline (issue 5): staging, full build, baseline, incremental.
+benchmark-scale: $(STAMP)
+	$(BIN)/python benchmarks/apply_scale.py
 
 clean:
 	rm -rf demo target logs lake landing .pytest_cache

@@ -117,8 +117,8 @@ classified as (
         previous_state.last_event_order,
         previous_state.rebuilt_generation as previous_rebuilt_generation,
         previous_state.primary_key is not null and (
-            key_new_events.first_event_order <= previous_state.last_event_order
-            or table_reset_events.first_new_reset_order <= previous_state.last_event_order
+            coalesce(key_new_events.first_event_order <= previous_state.last_event_order, false)
+            or coalesce(table_reset_events.first_new_reset_order <= previous_state.last_event_order, false)
         ) as is_rebuilt
     from touched_keys
     left join key_new_events

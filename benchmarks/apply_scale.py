@@ -1,0 +1,348 @@
+"""Scale benchmark of the whole pipeline (issue 5; not part of the test suite).
+
+Generates N change events (default 5,000,000 over 200,000 keys: one fifth per feed, all five
+feed formats, mixed operations) with the sample-feed simulator, keeps the last 1 % of each
+feed's transactions aside, then times and prints, with the peak memory (RSS of the process
+tree: Python, dbt and the Spark JVM) of each step:
+
+1. staging, feed by feed (``cdc stage``): records/s and MB/s, and records/s per core;
+2. a full ``dbt build`` (``cdc run``; dbt's own elapsed time, models and tests apart);
+3. baseline (a): a minimal hand-written PySpark plan computing current state from the same
+   raw tables (window over position, last event per key, deletes dropped), written as parquet;
+4. an incremental run after landing the 1 % of new changes, and a run with nothing new.
+
+Each step is printed against baseline (a) and the peer figures of Spark's Auto CDC flow
+measured on this machine (issue 5): full 43 s, incremental 33 s, no-op 18 s.
+
+    .venv/bin/python benchmarks/apply_scale.py [--events 5000000] [--keys 200000] [--workdir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pyarrow.dataset as ds
+
+from python_udfs.cli import DEMO_TRUNCATE_EVERY
+from python_udfs.config import load_project
+from python_udfs.simulator import JP_TABLES, Simulation, simulate, write_feed
+
+REPO = Path(__file__).resolve().parents[1]
+CORES = os.cpu_count() or 2
+PEER = {"full": 43.0, "incremental": 33.0, "no-op": 18.0}
+FEEDS = {
+    "qlik_ct_demo": "qlik_change_tables",
+    "qlik_kafka_demo": "qlik_kafka",
+    "goldengate_demo": "goldengate_trail",
+    "hirdb_demo": "hirdb_update_sql",
+    "linkexpress_demo": "linkexpress_extract",
+}
+
+
+class PeakRss:
+    """Sample the summed RSS of a process and its descendants every 0.2 s (Linux /proc)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak, self._stop = pid, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _tree_rss(self) -> int:
+        children: dict[int, list[int]] = {}
+        rss: dict[int, int] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                status = Path(f"/proc/{entry}/status").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(entry))
+            match = re.search(r"VmRSS:\s+(\d+) kB", status)
+            rss[int(entry)] = int(match.group(1)) * 1024 if match else 0
+        total, stack = 0, [self.pid]
+        while stack:
+            pid = stack.pop()
+            total += rss.get(pid, 0)
+            stack += children.get(pid, [])
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._tree_rss())
+            time.sleep(0.2)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+def run_step(args: list[str], env: dict, cwd: Path) -> tuple[float, int, str]:
+    """Run a command; return (wall seconds, peak RSS bytes, stdout). Raises on failure."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        args, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    sampler = PeakRss(proc.pid)
+    out = proc.communicate()[0]
+    peak = sampler.stop()
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(args[:4])} failed ({proc.returncode}):\n{out[-5000:]}")
+    return time.perf_counter() - started, peak, out
+
+
+def split(sim: Simulation, fraction: float) -> tuple[Simulation, Simulation]:
+    """Cut a workload at the transaction boundary nearest ``1 - fraction`` of its changes."""
+    cut = int(len(sim.changes) * (1 - fraction))
+    while cut < len(sim.changes) and (
+        sim.changes[cut].transaction_id == sim.changes[cut - 1].transaction_id
+    ):
+        cut += 1
+    return (
+        Simulation(sim.changes[:cut], {}, []),
+        Simulation(sim.changes[cut:], {}, sim.open_transaction),
+    )
+
+
+def renumber_increment(folder: Path, fmt: str) -> None:
+    """Give the increment's files names that sort after the base files (positions come from
+    names), and drop what a writer emits for a workload's start: full loads and extracts."""
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        name = path.name
+        if fmt == "qlik_change_tables" and not path.parent.name.endswith("__ct"):
+            path.unlink()  # LOAD files of the (empty) initial load
+        elif fmt == "qlik_kafka" and "schemas" not in path.parts:
+            path.rename(
+                path.with_name(
+                    re.sub(r"-0-(\d{20})", lambda m: f"-0-{int(m[1]) + 10**15:020d}", name)
+                )
+            )
+        elif fmt == "goldengate_trail" and "dirdef" not in path.parts:
+            path.rename(path.with_name(f"{name[:2]}{int(name[2:]) + 500000:06d}"))
+        elif fmt == "hirdb_update_sql":
+            stem, number = name.rsplit(".", 1)
+            path.rename(path.with_name(f"{stem}.{int(number) + 500000:06d}"))
+        elif fmt == "linkexpress_extract":
+            if path.parent != folder:
+                path.unlink()  # full extracts of the writer's own (empty) start state
+            else:
+                path.rename(path.with_name(f"LX{int(name[2:8]) + 500000:06d}{name[8:]}"))
+    for sub in sorted(folder.rglob("*"), reverse=True):
+        if sub.is_dir() and not any(sub.iterdir()):
+            sub.rmdir()
+
+
+def land(src: Path, landing: Path) -> None:
+    for path in src.rglob("*"):
+        if path.is_file():
+            target = landing / path.relative_to(src)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+
+
+BASELINE = r'''
+import sys, time
+from pathlib import Path
+from python_udfs.spark import get_spark
+spark = get_spark(Path(sys.argv[1]))
+keys = spark.read.option("header", True).csv(sys.argv[2] + "/seeds/cdc_columns.csv")
+keys.where("cast(primary_key_position as int) > 0").createOrReplaceTempView("key_columns")
+spark.sql("""select feed, source_schema, source_table,
+    transform(array_sort(collect_list(struct(cast(primary_key_position as int) as p, column_name as c))), x -> x.c) as key_names
+    from key_columns group by 1, 2, 3""").createOrReplaceTempView("table_keys")
+raw = sys.argv[1] + "/raw/"
+committed = spark.read.parquet(raw + "raw_ingested_files").select("ingest_batch_id").distinct()
+def table(name):
+    return spark.read.parquet(raw + name).join(committed, "ingest_batch_id", "left_semi")
+table("raw_qlik_change_tables").createOrReplaceTempView("ct")
+table("raw_qlik_kafka").createOrReplaceTempView("kafka")
+table("raw_goldengate_trail").createOrReplaceTempView("gg")
+table("raw_hirdb_update_sql").createOrReplaceTempView("hirdb")
+table("raw_linkexpress_extract").createOrReplaceTempView("lx")
+started = time.perf_counter()
+spark.sql("""
+with events as (
+    select feed, source_schema, source_table,
+        case when file_kind = 'full_load' then repeat('0', 35) else header__change_seq end as position,
+        source_file, record_index, header__change_oper = 'D' as is_delete, data as image
+    from ct where coalesce(header__change_oper, 'L') != 'B'
+    union all
+    select feed, source_schema, source_table, coalesce(change_sequence, repeat('0', 35)), source_file,
+        record_index, operation = 'DELETE', coalesce(data, before_data)
+    from kafka where message_type = 'DT'
+    union all
+    select feed, source_schema, source_table,
+        concat(lpad(cast(trail_seqno as string), 10, '0'), lpad(cast(record_offset as string), 20, '0')),
+        source_file, record_index, io_type = 3, data
+    from gg where io_type in (3, 5, 15, 134) and before_after = 'A' or io_type = 3
+    union all
+    select feed, source_schema, source_table, concat(file_name, ':', lpad(cast(record_index as string), 12, '0')),
+        source_file, record_index, statement_type = 'DELETE', map_concat(where_data, map_filter(data, (k, v) -> not map_contains_key(where_data, k)))
+    from hirdb where statement_type in ('INSERT', 'UPDATE', 'DELETE')
+    union all
+    select feed, source_schema, source_table, concat(file_name, ':', lpad(cast(record_index as string), 12, '0')),
+        source_file, record_index, operation_code = 3, data
+    from lx where operation_code in (0, 1, 2, 3)
+),
+keyed as (
+    select events.*, to_json(transform(table_keys.key_names, k -> image[k])) as primary_key
+    from events join table_keys using (feed, source_schema, source_table)
+),
+ranked as (
+    select *, row_number() over (partition by feed, source_schema, source_table, primary_key
+        order by position desc, source_file desc, record_index desc) as rank
+    from keyed
+)
+select feed, source_schema, source_table, primary_key, image as row, position as last_change_position
+from ranked where rank = 1 and not is_delete
+""").write.mode("overwrite").parquet(sys.argv[1] + "/baseline_current_state")
+elapsed = time.perf_counter() - started
+rows = spark.read.parquet(sys.argv[1] + "/baseline_current_state").count()
+print(f"BASELINE {elapsed:.3f} {rows}")
+'''
+
+
+def dbt_times(project: Path) -> tuple[float, float, float]:
+    """(dbt elapsed, model seconds, test seconds) of the last invocation's run_results.json."""
+    results = json.loads((project / "target" / "run_results.json").read_text())
+    models = sum(
+        r["execution_time"] for r in results["results"] if r["unique_id"].startswith("model.")
+    )
+    tests = sum(
+        r["execution_time"]
+        for r in results["results"]
+        if r["unique_id"].startswith(("test.", "unit_test."))
+    )
+    return results["elapsed_time"], models, tests
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=5_000_000, help="change events, all feeds")
+    parser.add_argument("--keys", type=int, default=200_000, help="primary keys, all feeds")
+    parser.add_argument("--increment", type=float, default=0.01, help="share of new changes")
+    parser.add_argument("--workdir", type=Path, help="keep files here (default: a temp folder)")
+    args = parser.parse_args()
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="cdc_bench_"))
+    project, landing, lake = work / "project", work / "landing", work / "lake"
+    for path in (project, landing, lake):
+        shutil.rmtree(path, ignore_errors=True)
+    project.mkdir(parents=True)
+    for name in ("dbt_project.yml", "profiles.yml"):
+        shutil.copy(REPO / name, project / name)
+    for name in ("models", "macros", "seeds", "tests"):
+        shutil.copytree(
+            REPO / name, project / name, ignore=shutil.ignore_patterns("*.py", "__pycache__")
+        )
+    env = {
+        **os.environ,
+        "CDC_LANDING_ROOT": str(landing),
+        "CDC_LAKE_ROOT": str(lake),
+        "COLUMNS": "200",
+    }
+    cdc = [sys.executable, "-m", "python_udfs.cli", "--project-dir", str(project)]
+
+    per_feed, keys_per_feed = args.events // len(FEEDS), args.keys // len(FEEDS)
+    load_rows = keys_per_feed // 3
+    transactions = int((per_feed - 3 * load_rows) / 2.5)  # 1–4 changes per transaction
+    started = time.perf_counter()
+    western = simulate(seed=5, load_rows=load_rows, transactions=transactions)
+    japanese = simulate(
+        seed=5,
+        load_rows=load_rows,
+        transactions=transactions,
+        truncate_every=DEMO_TRUNCATE_EVERY * 2000,
+        tables=JP_TABLES,
+    )
+    print(
+        f"simulated 2 × {len(western.changes):,} changes ({load_rows * 3:,} keys loaded per feed) "
+        f"in {time.perf_counter() - started:.0f} s"
+    )
+    feeds = load_project(project, check_paths=False).feeds
+    started = time.perf_counter()
+    for feed, fmt in FEEDS.items():
+        sim = japanese if fmt in ("hirdb_update_sql", "linkexpress_extract") else western
+        base, increment = split(sim, args.increment)
+        write_feed(base, fmt, work / "src" / "base" / feed, feeds[feed].options)
+        write_feed(increment, fmt, work / "src" / "increment" / feed, feeds[feed].options)
+        renumber_increment(work / "src" / "increment" / feed, fmt)
+        (landing / feed).mkdir(parents=True)
+    print(f"wrote the feeds' files in {time.perf_counter() - started:.0f} s\n")
+
+    rows: list[tuple] = []
+    print("staging, feed by feed (cdc stage: Spark local, all cores)")
+    staged_records = 0
+    for feed, fmt in FEEDS.items():
+        land(work / "src" / "base" / feed, landing / feed)
+        files = [p for p in (landing / feed).rglob("*") if p.is_file()]
+        size = sum(p.stat().st_size for p in files)
+        wall, peak, _out = run_step(cdc + ["stage"], env, project)
+        manifest = (
+            ds.dataset(
+                str(lake / "raw" / "raw_ingested_files"), format="parquet", partitioning="hive"
+            )
+            .to_table()
+            .to_pylist()
+        )
+        records = sum(m["rows"] + m["rejects"] for m in manifest if m["feed"] == feed)
+        staged_records += records
+        print(
+            f"  {fmt:20s} {len(files):5d} files {size / 1e6:8.1f} MB {records:10,d} records "
+            f"{wall:7.1f} s  {records / wall:9,.0f} rec/s ({records / wall / CORES:8,.0f} per core)  "
+            f"{size / 1e6 / wall:6.2f} MB/s  peak {peak / 2**30:.1f} GiB"
+        )
+    wall, peak, _out = run_step(cdc + ["run"], env, project)
+    full = dbt_times(project)
+    rows.append(("full dbt build", full[0], wall, peak))
+    print(
+        f"\nfull dbt build: {full[0]:.1f} s (models {full[1]:.1f} s, tests {full[2]:.1f} s); "
+        f"cdc run wall {wall:.1f} s, peak {peak / 2**30:.1f} GiB"
+    )
+
+    script = work / "baseline.py"
+    script.write_text(BASELINE, encoding="utf-8")
+    wall, peak, out = run_step(
+        [sys.executable, str(script), str(lake), str(project)],
+        {**env, "PYTHONPATH": str(REPO)},
+        REPO,
+    )
+    baseline_seconds, baseline_rows = (float(x) for x in out.split("BASELINE ")[1].split()[:2])
+    print(
+        f"baseline (a) PySpark plan: {baseline_seconds:.1f} s ({int(baseline_rows):,} live rows); "
+        f"wall {wall:.1f} s, peak {peak / 2**30:.1f} GiB"
+    )
+
+    land(work / "src" / "increment", landing)
+    wall, peak, _out = run_step(cdc + ["run"], env, project)
+    incremental = dbt_times(project)
+    rows.append(("incremental run (+1 %)", incremental[0], wall, peak))
+    wall, peak, _out = run_step(cdc + ["run"], env, project)
+    noop = dbt_times(project)
+    rows.append(("no-op run", noop[0], wall, peak))
+
+    print(
+        f"\n{'step':24s} {'dbt s':>8s} {'wall s':>8s} {'peak GiB':>9s} {'÷ baseline':>11s} {'÷ full':>7s} {'peer s':>7s}"
+    )
+    for (step, seconds, wall, peak), peer in zip(rows, PEER.values(), strict=True):
+        print(
+            f"{step:24s} {seconds:8.1f} {wall:8.1f} {peak / 2**30:9.1f} {seconds / baseline_seconds:11.2f} "
+            f"{seconds / full[0]:7.2f} {peer:7.1f}"
+        )
+    print(f"\n{staged_records:,} records staged; work folder {work}")
+
+
+if __name__ == "__main__":
+    main()
