@@ -48,6 +48,13 @@ FEEDS = {
     "linkexpress_demo": "linkexpress_extract",
 }
 
+#: File sizes a production feed would have (the simulator's defaults suit the small demo).
+WRITER_OPTIONS = {
+    "goldengate_trail": {"records_per_file": 20000},
+    "hirdb_update_sql": {"files": 8},
+    "linkexpress_extract": {"chunks": 8},
+}
+
 
 class PeakRss:
     """Sample the summed RSS of a process and its descendants every 0.2 s (Linux /proc)."""
@@ -215,6 +222,20 @@ print(f"BASELINE {elapsed:.3f} {rows}")
 '''
 
 
+#: The models that apply changes (the part baseline (a) and the peer compute).
+APPLY_MODELS = ("change_log", "int_history_versions", "int_key_state", "current_state")
+
+
+def apply_seconds(project: Path) -> dict[str, float]:
+    """Seconds of each APPLY_MODELS model in the last invocation's run_results.json."""
+    results = json.loads((project / "target" / "run_results.json").read_text())
+    return {
+        r["unique_id"].rsplit(".", 1)[1]: r["execution_time"]
+        for r in results["results"]
+        if r["unique_id"].rsplit(".", 1)[1] in APPLY_MODELS and r["unique_id"].startswith("model.")
+    }
+
+
 def dbt_times(project: Path) -> tuple[float, float, float]:
     """(dbt elapsed, model seconds, test seconds) of the last invocation's run_results.json."""
     results = json.loads((project / "target" / "run_results.json").read_text())
@@ -276,10 +297,14 @@ def main() -> None:
     for feed, fmt in FEEDS.items():
         sim = japanese if fmt in ("hirdb_update_sql", "linkexpress_extract") else western
         base, increment = split(sim, args.increment)
-        write_feed(base, fmt, work / "src" / "base" / feed, feeds[feed].options)
-        write_feed(increment, fmt, work / "src" / "increment" / feed, feeds[feed].options)
+        options = {**feeds[feed].options, **WRITER_OPTIONS.get(fmt, {})}
+        write_feed(base, fmt, work / "src" / "base" / feed, options)
+        write_feed(increment, fmt, work / "src" / "increment" / feed, options)
         renumber_increment(work / "src" / "increment" / feed, fmt)
         (landing / feed).mkdir(parents=True)
+        for side in ("dirdef", "schemas"):  # definitions the configuration checks up front
+            if (work / "src" / "base" / feed / side).is_dir():
+                land(work / "src" / "base" / feed / side, landing / feed / side)
     print(f"wrote the feeds' files in {time.perf_counter() - started:.0f} s\n")
 
     rows: list[tuple] = []
@@ -307,6 +332,7 @@ def main() -> None:
     wall, peak, _out = run_step(cdc + ["run"], env, project)
     full = dbt_times(project)
     rows.append(("full dbt build", full[0], wall, peak))
+    applies = {"full dbt build": apply_seconds(project)}
     print(
         f"\nfull dbt build: {full[0]:.1f} s (models {full[1]:.1f} s, tests {full[2]:.1f} s); "
         f"cdc run wall {wall:.1f} s, peak {peak / 2**30:.1f} GiB"
@@ -329,9 +355,11 @@ def main() -> None:
     wall, peak, _out = run_step(cdc + ["run"], env, project)
     incremental = dbt_times(project)
     rows.append(("incremental run (+1 %)", incremental[0], wall, peak))
+    applies["incremental run (+1 %)"] = apply_seconds(project)
     wall, peak, _out = run_step(cdc + ["run"], env, project)
     noop = dbt_times(project)
     rows.append(("no-op run", noop[0], wall, peak))
+    applies["no-op run"] = apply_seconds(project)
 
     print(
         f"\n{'step':24s} {'dbt s':>8s} {'wall s':>8s} {'peak GiB':>9s} {'÷ baseline':>11s} {'÷ full':>7s} {'peer s':>7s}"
@@ -341,6 +369,13 @@ def main() -> None:
             f"{step:24s} {seconds:8.1f} {wall:8.1f} {peak / 2**30:9.1f} {seconds / baseline_seconds:11.2f} "
             f"{seconds / full[0]:7.2f} {peer:7.1f}"
         )
+    print(
+        "\napply models alone (seconds; what baseline (a) computes is change_log + current state):"
+    )
+    for step, seconds in applies.items():
+        total = sum(seconds.values())
+        parts = ", ".join(f"{name} {value:.1f}" for name, value in seconds.items())
+        print(f"  {step:24s} {total:7.1f} s  ({parts}); ÷ baseline {total / baseline_seconds:.2f}")
     print(f"\n{staged_records:,} records staged; work folder {work}")
 
 

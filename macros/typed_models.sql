@@ -31,35 +31,10 @@
         (seeds/cdc_columns.csv, in ordinal order), cast from canonical text to its spark_type,
         plus primary_key, last_change_position and last_committed_at.
     -#}
-    -- depends_on: {{ ref('cdc_columns') }}
-    {%- set columns = cdc_catalog_column_types(feed, source_schema, source_table) %}
-
-with
-
-current_state as (
-    select * from {{ ref('current_state') }}
-),
-
-table_rows as (
-    select * from current_state
-    where
-        feed = '{{ feed }}'
-        and source_schema = '{{ source_schema }}'
-        and source_table = '{{ source_table }}'
-),
-
-typed as (
-    select
-        primary_key,
-        {%- for column in columns %}
-        cast(row['{{ column[0] }}'] as {{ column[1] }}) as `{{ column[0] | lower }}`,
-        {%- endfor %}
-        last_change_position,
-        last_committed_at
-    from table_rows
-)
-
-select * from typed
+    {{ cdc_typed_rows(
+        'current_state', feed, source_schema, source_table,
+        ['primary_key'], ['last_change_position', 'last_committed_at']
+    ) }}
 {% endmacro %}
 
 
@@ -70,17 +45,32 @@ select * from typed
         column cast from canonical text to its spark_type, with valid_from / valid_to (UTC commit
         times), the opening and closing change positions, is_current and is_deleted.
     -#}
+    {{ cdc_typed_rows(
+        'history', feed, source_schema, source_table,
+        ['version_id', 'primary_key'],
+        ['valid_from', 'valid_to', 'valid_from_position', 'valid_to_position',
+         'opened_by_operation', 'closed_by_operation', 'is_current', 'is_deleted']
+    ) }}
+{% endmacro %}
+
+
+{% macro cdc_typed_rows(mart, feed, source_schema, source_table, leading_columns, trailing_columns) %}
+    {#-
+        SELECT of one table's rows of a long mart (`mart`: current_state or history, whose `row`
+        maps column → canonical text) with the catalog's columns cast to their spark_type
+        between `leading_columns` and `trailing_columns` (lists of the mart's column names).
+    -#}
     -- depends_on: {{ ref('cdc_columns') }}
     {%- set columns = cdc_catalog_column_types(feed, source_schema, source_table) %}
 
 with
 
-history as (
-    select * from {{ ref('history') }}
+mart_rows as (
+    select * from {{ ref(mart) }}
 ),
 
-table_versions as (
-    select * from history
+table_rows as (
+    select * from mart_rows
     where
         feed = '{{ feed }}'
         and source_schema = '{{ source_schema }}'
@@ -89,20 +79,14 @@ table_versions as (
 
 typed as (
     select
-        version_id,
-        primary_key,
+        {%- for name in leading_columns %}
+        {{ name }},
+        {%- endfor %}
         {%- for column in columns %}
         cast(row['{{ column[0] }}'] as {{ column[1] }}) as `{{ column[0] | lower }}`,
         {%- endfor %}
-        valid_from,
-        valid_to,
-        valid_from_position,
-        valid_to_position,
-        opened_by_operation,
-        closed_by_operation,
-        is_current,
-        is_deleted
-    from table_versions
+        {{ trailing_columns | join(',\n        ') }}
+    from table_rows
 )
 
 select * from typed

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from python_udfs.simulator import catalog_rows, simulate, write_feed
+from python_udfs.simulator import JP_TABLES, catalog_rows, simulate, write_feed
 from tests.spark_project import cdc, make_project, read_mart
 from tests.test_end_to_end import landing_rounds
 
@@ -41,6 +41,17 @@ BEFORE_KEY_STATE = "START sql incremental model cdc.int_key_state"
 BEFORE_CURRENT_STATE = "START sql table model cdc.current_state"
 #: Per landing round, the kill points of its runs; a last run completes the round.
 KILLS = [[STAGING, BEFORE_HISTORY, BEFORE_KEY_STATE], [BEFORE_CURRENT_STATE, BEFORE_KEY_STATE]]
+
+
+def write_workloads(src: Path, seed: int) -> None:
+    """Write each feed's simulated workload (truncates where the format carries them)."""
+    sims = {
+        "qlik_kafka": simulate(seed=seed),
+        "goldengate_trail": simulate(seed=seed, truncate_every=9),
+        "hirdb_update_sql": simulate(seed=seed, truncate_every=9, tables=JP_TABLES),
+    }
+    for name, (fmt, options) in FEEDS.items():
+        write_feed(sims[fmt], fmt, src / name, options)
 
 
 def _killed_run(project: Path, landing: Path, lake: Path, marker: str) -> None:
@@ -96,10 +107,7 @@ def _marts(project: Path, landing: Path, lake: Path) -> dict:
 
 def test_runs_killed_at_any_point_and_rerun_build_the_same_marts(tmp_path):
     src = tmp_path / "src"
-    sim = simulate(seed=23, truncate_every=9)
-    western = simulate(seed=23)
-    for name, (fmt, options) in FEEDS.items():
-        write_feed(sim if fmt != "qlik_kafka" else western, fmt, src / name, options)
+    write_workloads(src, seed=23)
     seeds = catalog_rows({name: fmt for name, (fmt, _options) in FEEDS.items()})
     rounds = [landing_rounds(src / name, rounds=len(KILLS)) for name in FEEDS]
     results = {}

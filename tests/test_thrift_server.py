@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from python_udfs.simulator import catalog_rows, simulate, write_feed
+from python_udfs.simulator import catalog_rows
 from tests.spark_project import cdc, make_project
-from tests.test_crash_safety import FEEDS, FEEDS_YAML, _marts
+from tests.test_crash_safety import FEEDS, FEEDS_YAML, _marts, write_workloads
 
 pytestmark = [
     pytest.mark.spark,
@@ -45,9 +45,7 @@ def _wait_for_port(port: int, proc: subprocess.Popen, log: Path, timeout: float 
 
 def test_dbt_build_through_a_loopback_thrift_server_matches_the_embedded_run(tmp_path):
     src = tmp_path / "src"
-    sim, western = simulate(seed=31, truncate_every=9), simulate(seed=31)
-    for name, (fmt, options) in FEEDS.items():
-        write_feed(sim if fmt != "qlik_kafka" else western, fmt, src / name, options)
+    write_workloads(src, seed=31)
     seeds = catalog_rows({name: fmt for name, (fmt, _options) in FEEDS.items()})
     marts = {}
     for target in ("embedded", "thrift"):
