@@ -339,11 +339,11 @@ def write_typed_models(config: ProjectConfig) -> int:
                     *column_docs,
                     {
                         "name": "last_change_position",
-                        "description": "Position of the last change applied to the row.",
+                        "description": "Position of the change that opened the row's current version.",
                     },
                     {
                         "name": "last_committed_at",
-                        "description": "Commit time (UTC) of the last change applied to the row.",
+                        "description": "Commit time (UTC) of the change that opened the row's current version.",
                     },
                 ],
             }

@@ -22,7 +22,7 @@ import datetime as dt
 import json
 import random
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -116,7 +116,6 @@ class Scenario:
     formats: tuple[str, ...]
     script: object  # (Script) -> (expected state, expected history)
     late_first: bool = False  # land the later half of the files in round 1
-    files: dict = field(default_factory=dict)
 
 
 def overlay(s: Script):
