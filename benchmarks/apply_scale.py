@@ -259,7 +259,7 @@ def main() -> None:
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="cdc_bench_"))
     project, landing, lake = work / "project", work / "landing", work / "lake"
-    for path in (project, landing, lake):
+    for path in (project, landing, lake, work / "src"):
         shutil.rmtree(path, ignore_errors=True)
     project.mkdir(parents=True)
     for name in ("dbt_project.yml", "profiles.yml"):
