@@ -41,7 +41,9 @@ TYPED_MODELS_DIR = Path("models") / "marts" / "tables"
 def _console():
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=True)
+    # Not a terminal (a log, CI): wide enough for the summary table, not rich's 80 columns.
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
+    return Console(highlight=False, soft_wrap=True, width=width)
 
 
 def _parse_vars(text: str | None) -> dict[str, Any]:
