@@ -1,4 +1,9 @@
-{#- Keyed changes with their transaction's completeness (DESIGN.md §6.1). -#}
+{#-
+    Keyed changes with their transaction's completeness (DESIGN.md §6.1). A table, written
+    once per run: change_log, pending_changes and their tests all read it (ADR 0006).
+-#}
+
+{{ config(materialized='table') }}
 
 with
 
