@@ -262,32 +262,14 @@ def dbt_times(project: Path) -> tuple[float, float, float]:
     return results["elapsed_time"], models, tests
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--events", type=int, default=5_000_000, help="change events, all feeds")
-    parser.add_argument("--keys", type=int, default=200_000, help="primary keys, all feeds")
-    parser.add_argument("--increment", type=float, default=0.01, help="share of new changes")
-    parser.add_argument("--workdir", type=Path, help="keep files here (default: a temp folder)")
-    args = parser.parse_args()
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="cdc_bench_"))
-    project, landing, lake = work / "project", work / "landing", work / "lake"
-    for path in (project, landing, lake, work / "src"):
-        shutil.rmtree(path, ignore_errors=True)
-    project.mkdir(parents=True)
-    for name in ("dbt_project.yml", "profiles.yml"):
-        shutil.copy(REPO / name, project / name)
-    for name in ("models", "macros", "seeds", "tests"):
-        shutil.copytree(
-            REPO / name, project / name, ignore=shutil.ignore_patterns("*.py", "__pycache__")
-        )
-    env = {
-        **os.environ,
-        "CDC_LANDING_ROOT": str(landing),
-        "CDC_LAKE_ROOT": str(lake),
-        "COLUMNS": "200",
-    }
-    cdc = [sys.executable, "-m", "python_udfs.cli", "--project-dir", str(project)]
+def manifest_rows(lake: Path) -> list[dict]:
+    """The staged manifest (raw_ingested_files) rows, one per ingested file."""
+    path = lake / "raw" / "raw_ingested_files"
+    return ds.dataset(str(path), format="parquet", partitioning="hive").to_table().to_pylist()
 
+
+def write_feeds(args: argparse.Namespace, work: Path, project: Path, landing: Path) -> None:
+    """Simulate the workload and write each feed's base and increment files under work/src."""
     per_feed, keys_per_feed = args.events // len(FEEDS), args.keys // len(FEEDS)
     load_rows = keys_per_feed // 3
     transactions = int((per_feed - 3 * load_rows) / 2.5)  # 1–4 changes per transaction
@@ -319,7 +301,9 @@ def main() -> None:
                 land(work / "src" / "base" / feed / side, landing / feed / side)
     print(f"wrote the feeds' files in {time.perf_counter() - started:.0f} s\n")
 
-    rows: list[tuple] = []
+
+def stage_feeds(work: Path, landing: Path, lake: Path, cdc: list, env: dict, project: Path) -> int:
+    """Land and stage the base files feed by feed, printing each feed's figures; return records."""
     print("staging, feed by feed (cdc stage: Spark local, all cores)")
     staged_records = 0
     for feed, fmt in FEEDS.items():
@@ -327,20 +311,65 @@ def main() -> None:
         files = [p for p in (landing / feed).rglob("*") if p.is_file()]
         size = sum(p.stat().st_size for p in files)
         wall, peak, _out = run_step(cdc + ["stage"], env, project)
-        manifest = (
-            ds.dataset(
-                str(lake / "raw" / "raw_ingested_files"), format="parquet", partitioning="hive"
-            )
-            .to_table()
-            .to_pylist()
-        )
-        records = sum(m["rows"] + m["rejects"] for m in manifest if m["feed"] == feed)
+        records = sum(m["rows"] + m["rejects"] for m in manifest_rows(lake) if m["feed"] == feed)
         staged_records += records
         print(
             f"  {fmt:20s} {len(files):5d} files {size / 1e6:8.1f} MB {records:10,d} records "
             f"{wall:7.1f} s  {records / wall:9,.0f} rec/s ({records / wall / CORES:8,.0f} per core)  "
             f"{size / 1e6 / wall:6.2f} MB/s  peak {peak / 2**30:.1f} GiB"
         )
+    return staged_records
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=5_000_000, help="change events, all feeds")
+    parser.add_argument("--keys", type=int, default=200_000, help="primary keys, all feeds")
+    parser.add_argument("--increment", type=float, default=0.01, help="share of new changes")
+    parser.add_argument("--workdir", type=Path, help="keep files here (default: a temp folder)")
+    parser.add_argument(
+        "--reuse-staged",
+        action="store_true",
+        help="start at the full build, reusing the files and raw tables staged by an earlier run "
+        "in --workdir that stopped before its incremental step (dbt tables are dropped)",
+    )
+    args = parser.parse_args()
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="cdc_bench_"))
+    project, landing, lake = work / "project", work / "landing", work / "lake"
+    if args.reuse_staged:
+        if (
+            not (lake / "raw" / "raw_ingested_files").is_dir()
+            or (work / "increment_landed").exists()
+        ):
+            raise SystemExit(f"--reuse-staged: no staged run to reuse in {work}; run without it")
+        doomed = ("project", "lake/warehouse", "lake/metastore_db", "lake/_scratch")
+    else:
+        doomed = ("project", "landing", "lake", "src", "increment_landed")
+    for name in doomed:
+        path = work / name
+        shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+    project.mkdir(parents=True)
+    for name in ("dbt_project.yml", "profiles.yml"):
+        shutil.copy(REPO / name, project / name)
+    for name in ("models", "macros", "seeds", "tests"):
+        shutil.copytree(
+            REPO / name, project / name, ignore=shutil.ignore_patterns("*.py", "__pycache__")
+        )
+    env = {
+        **os.environ,
+        "CDC_LANDING_ROOT": str(landing),
+        "CDC_LAKE_ROOT": str(lake),
+        "COLUMNS": "200",
+    }
+    cdc = [sys.executable, "-m", "python_udfs.cli", "--project-dir", str(project)]
+
+    if args.reuse_staged:
+        staged_records = sum(m["rows"] + m["rejects"] for m in manifest_rows(lake))
+        print(f"reusing {staged_records:,} staged records of an earlier run in {work}\n")
+    else:
+        write_feeds(args, work, project, landing)
+        staged_records = stage_feeds(work, landing, lake, cdc, env, project)
+    rows: list[tuple] = []
     wall, peak, _out = run_step(cdc + ["run"], env, project)
     full = dbt_times(project)
     rows.append(("full dbt build", full[0], wall, peak))
@@ -364,6 +393,7 @@ def main() -> None:
     )
 
     land(work / "src" / "increment", landing)
+    (work / "increment_landed").touch()  # the staged state is no longer the base alone
     wall, peak, _out = run_step(cdc + ["run"], env, project)
     incremental = dbt_times(project)
     rows.append(("incremental run (+1 %)", incremental[0], wall, peak))

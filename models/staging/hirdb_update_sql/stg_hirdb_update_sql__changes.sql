@@ -31,8 +31,10 @@ commits_found as (
         *,
         min(case when statement_type = 'COMMIT' then line_position end) over (
             partition by feed, stream
-            order by line_position
-            rows between current row and unbounded following
+            -- the first COMMIT at or after this row, as a running frame in descending order:
+            -- Spark recomputes a current-row-to-unbounded-following frame for every row (n²)
+            order by line_position desc
+            rows between unbounded preceding and current row
         ) as commit_position
     from deduplicated
 ),

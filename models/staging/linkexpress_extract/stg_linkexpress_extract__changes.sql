@@ -48,8 +48,10 @@ commits_found as (
         *,
         min(case when operation_code = 32768 then record_position end) over (
             partition by feed, transaction_id is null
-            order by record_position
-            rows between current row and unbounded following
+            -- the first COMMIT at or after this row, as a running frame in descending order:
+            -- Spark recomputes a current-row-to-unbounded-following frame for every row (n²)
+            order by record_position desc
+            rows between unbounded preceding and current row
         ) as next_commit_position
     from deduplicated
 ),

@@ -1,0 +1,309 @@
+"""Canonical text of column values (DESIGN.md §4) and change-mask parsing.
+
+Every decoder renders values through these functions so that one value has one text whatever
+feed it came from:
+
+* integers: plain digits with an optional leading ``-``;
+* exact decimals: plain digits with exactly the declared scale (never rounded);
+* floats: Python ``repr`` of the double (the shortest round-trip form);
+* character data: Unicode text, unchanged;
+* binary: uppercase hex, no ``0x``;
+* booleans: ``true`` / ``false``;
+* DATE ``YYYY-MM-DD``; TIME ``HH:MM:SS[.ffffff]``; TIMESTAMP ``YYYY-MM-DD HH:MM:SS[.ffffff]``,
+  where the fraction is left out when zero and is otherwise exactly six digits (microseconds).
+
+Functions raise :class:`ValueError` with a short message when a value does not parse as its
+type; decoders turn that into a reject row. Sources: ``formats/qlik_change_tables.md`` and
+``formats/qlik_kafka_messages.md`` (section *Values*).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from decimal import Decimal, InvalidOperation
+
+__all__ = [
+    "canonical_bool",
+    "canonical_date",
+    "canonical_decimal",
+    "canonical_float",
+    "canonical_integer",
+    "canonical_time",
+    "canonical_timestamp",
+    "canonical_qlik_value",
+    "mask_set_bits",
+    "normalize_mask_hex",
+    "japanese_text_score",
+]
+
+_INT_RE = re.compile(r"[+-]?\d+")
+_DECIMAL_RE = re.compile(r"[+-]?(\d+)(?:\.(\d*))?|[+-]?\.(\d+)")
+_DATE_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+_TIME_RE = re.compile(r"(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?")
+_TS_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T:](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?")
+_HEX_RE = re.compile(r"[0-9A-Fa-f]*")
+
+EPOCH = dt.datetime(1970, 1, 1)
+
+
+def canonical_integer(value: object) -> str:
+    """Render an integer (``int`` or decimal-digit text) as plain digits.
+
+    Raises ValueError for text that is not an integer (``"12a"``, ``"1.5"``) and for bools.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"boolean {value!r} is not an integer")
+    if isinstance(value, int):
+        return str(value)
+    text = str(value).strip()
+    if not _INT_RE.fullmatch(text):
+        raise ValueError(f"{text!r} is not an integer")
+    return str(int(text))
+
+
+def canonical_decimal(value: object, scale: int) -> str:
+    """Render an exact decimal with exactly ``scale`` fraction digits, no exponent.
+
+    ``value`` is text (``"1.5"``), ``int``, or :class:`decimal.Decimal`. A value with more
+    significant fraction digits than ``scale`` raises ValueError: it is never rounded
+    (formats/qlik_change_tables.md, *Bad input*). Trailing zeros beyond the scale are accepted.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"boolean {value!r} is not a decimal")
+    if isinstance(value, float):
+        raise ValueError(f"binary float {value!r} is not an exact decimal")
+    if isinstance(value, int):
+        number = Decimal(value)
+    elif isinstance(value, Decimal):
+        number = value
+    else:
+        text = str(value).strip()
+        if not _DECIMAL_RE.fullmatch(text):
+            raise ValueError(f"{text!r} is not a decimal number")
+        try:
+            number = Decimal(text)
+        except InvalidOperation as exc:  # pragma: no cover - regex guards this
+            raise ValueError(f"{text!r} is not a decimal number") from exc
+    if not number.is_finite():
+        raise ValueError(f"{value!r} is not a finite decimal")
+    quantum = Decimal(1).scaleb(-scale)
+    quantized = number.quantize(quantum)
+    if quantized != number:
+        raise ValueError(f"{value!r} has more than {scale} fraction digits")
+    text = format(quantized, "f")
+    return "0" + text[1:] if text.startswith("-0") and quantized == 0 else text
+
+
+def canonical_float(value: object) -> str:
+    """Render a float as ``repr`` of the double (REAL4 values are widened first).
+
+    Accepts ``float``, ``int`` or numeric text; raises ValueError otherwise.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"boolean {value!r} is not a float")
+    try:
+        return repr(float(value))  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{value!r} is not a floating-point number") from exc
+
+
+def canonical_bool(value: object) -> str:
+    """Render a boolean (``bool``, ``1``/``0``, ``true``/``false``) as ``true``/``false``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = str(value).strip().lower()
+    if text in ("1", "true", "t", "y"):
+        return "true"
+    if text in ("0", "false", "f", "n"):
+        return "false"
+    raise ValueError(f"{value!r} is not a boolean")
+
+
+def _fraction(digits: str | None, overflow: str) -> str:
+    """Return ``.ffffff`` for fraction digits, or ``""`` when zero; truncate or reject >6."""
+    if not digits:
+        return ""
+    if len(digits) > 6:
+        if overflow == "reject" and digits[6:].strip("0"):
+            raise ValueError(f"fraction .{digits} has more than 6 digits")
+        digits = digits[:6]
+    digits = digits.ljust(6, "0")
+    return "" if int(digits) == 0 else "." + digits
+
+
+def canonical_date(value: object) -> str:
+    """Render a date (``datetime.date`` or ``YYYY-MM-DD`` text) as ``YYYY-MM-DD``."""
+    if isinstance(value, dt.datetime):
+        value = value.date()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    text = str(value).strip()
+    match = _DATE_RE.fullmatch(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a date (YYYY-MM-DD)")
+    dt.date(*map(int, match.groups()))  # range check: raises ValueError for 2021-13-01
+    return text
+
+
+def canonical_time(value: object, overflow: str = "truncate") -> str:
+    """Render a time of day as ``HH:MM:SS[.ffffff]``.
+
+    ``value`` is ``datetime.time`` or text with any number of fraction digits; more than six
+    are truncated (``overflow="truncate"``) or rejected (``"reject"``).
+    """
+    if isinstance(value, dt.time):
+        frac = f"{value.microsecond:06d}" if value.microsecond else None
+        return f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}" + _fraction(frac, overflow)
+    text = str(value).strip()
+    match = _TIME_RE.fullmatch(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a time (HH:MM:SS[.f])")
+    hh, mm, ss, frac = match.groups()
+    dt.time(int(hh), int(mm), int(ss))
+    return f"{hh}:{mm}:{ss}" + _fraction(frac, overflow)
+
+
+def canonical_timestamp(value: object, overflow: str = "truncate") -> str:
+    """Render a timestamp as ``YYYY-MM-DD HH:MM:SS[.ffffff]``.
+
+    ``value`` is ``datetime.datetime`` (an aware one is converted to UTC first) or text in
+    ``YYYY-MM-DD HH:MM:SS[.f…]`` with a space, ``T`` or ``:`` (GoldenGate) between date and
+    time. Fractions longer than six digits follow ``overflow`` (Qlik writes 7 digits).
+    """
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        frac = f"{value.microsecond:06d}" if value.microsecond else None
+        return value.strftime("%Y-%m-%d %H:%M:%S") + _fraction(frac, overflow)
+    text = str(value).strip()
+    match = _TS_RE.fullmatch(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a timestamp (YYYY-MM-DD HH:MM:SS[.f])")
+    y, mo, d, hh, mi, ss, frac = match.groups()
+    dt.datetime(int(y), int(mo), int(d), int(hh), int(mi), int(ss))
+    return f"{y}-{mo}-{d} {hh}:{mi}:{ss}" + _fraction(frac, overflow)
+
+
+_INTEGER_TYPES = {"INT1", "INT2", "INT4", "INT8", "UINT1", "UINT2", "UINT4", "UINT8"}
+_STRING_TYPES = {"STRING", "WSTRING", "CLOB", "NCLOB"}
+_BINARY_TYPES = {"BYTES", "BLOB"}
+
+
+def canonical_qlik_value(
+    value: object, qlik_type: str, scale: int = 0, overflow: str = "truncate"
+) -> str | None:
+    """Render one column value of a Qlik Replicate type as canonical text.
+
+    ``value`` is what the file holds: text (CSV, JSON strings), ``int``/``float``/``bool``
+    (JSON, Avro, Parquet), ``bytes``, ``Decimal`` or a date/time object (Avro logical types,
+    Parquet). ``None`` stays ``None`` (a real NULL). ``qlik_type`` is the ``.dfm`` / MD type
+    name; unknown types keep the text as it is. Raises ValueError when the value does not
+    parse as the type. Source: formats/qlik_change_tables.md and qlik_kafka_messages.md, *Values*.
+    """
+    if value is None:
+        return None
+    kind = qlik_type.upper()
+    if kind in _INTEGER_TYPES:
+        if isinstance(value, Decimal | bytes):
+            value = int(value) if isinstance(value, Decimal) else value.decode("ascii")
+        return canonical_integer(value)
+    if kind in ("NUMERIC", "DECIMAL"):
+        return canonical_decimal(value, scale)
+    if kind in ("REAL4", "REAL8"):
+        return canonical_float(value)
+    if kind in _BINARY_TYPES:
+        if isinstance(value, bytes | bytearray | memoryview):
+            return bytes(value).hex().upper()
+        text = str(value).strip()
+        if text[:2].lower() == "0x":
+            text = text[2:]
+        if not _HEX_RE.fullmatch(text) or len(text) % 2:
+            raise ValueError(f"{text!r} is not hex")
+        return text.upper()
+    if kind == "BOOLEAN":
+        return canonical_bool(value)
+    if kind == "DATE":
+        if isinstance(value, int):  # Avro "date": days since 1970-01-01
+            return (EPOCH.date() + dt.timedelta(days=value)).isoformat()
+        return canonical_date(value)
+    if kind == "TIME":
+        if isinstance(value, int):  # Avro "time-millis"
+            return canonical_time((EPOCH + dt.timedelta(milliseconds=value)).time(), overflow)
+        return canonical_time(value, overflow)
+    if kind == "DATETIME":
+        if isinstance(value, int):  # Avro "timestamp-micros", UTC
+            return canonical_timestamp(EPOCH + dt.timedelta(microseconds=value), overflow)
+        return canonical_timestamp(value, overflow)
+    if isinstance(value, bytes | bytearray):
+        raise ValueError(f"binary value for {qlik_type} column")
+    if isinstance(value, bool):
+        return canonical_bool(value)
+    if isinstance(value, float):
+        return canonical_float(value)
+    return str(value)
+
+
+def normalize_mask_hex(mask: object) -> str:
+    """Return a change/column mask as uppercase hex text of even length.
+
+    ``mask`` is hex text (``0x`` prefix allowed; odd length is left-padded with one ``0``),
+    raw ``bytes`` (Avro, Parquet), or ``None``/empty (no bits: returns ``""``). Raises
+    ValueError for text that is not hex. Source: formats/qlik_change_tables.md, *Change mask*.
+    """
+    if mask is None:
+        return ""
+    if isinstance(mask, bytes | bytearray | memoryview):
+        return bytes(mask).hex().upper()
+    text = str(mask).strip()
+    if text[:2].lower() == "0x":
+        text = text[2:]
+    if not _HEX_RE.fullmatch(text):
+        raise ValueError(f"mask {text!r} is not hex")
+    if len(text) % 2:
+        text = "0" + text
+    return text.upper()
+
+
+def mask_set_bits(mask_hex: str, bit_order: str = "lsb_last_hex") -> list[int]:
+    """Return the indexes of the set bits of a normalized hex mask, ascending.
+
+    ``lsb_last_hex`` (default) reads the hex text as one big-endian unsigned number, bit *k* =
+    ``(v >> k) & 1``; ``lsb_first_byte`` reads byte 0 as bits 0–7, byte 1 as bits 8–15, each
+    byte least-significant bit first. Raises ValueError for an unknown order. The default is
+    settled by the real Kafka sample (``008080`` flags ordinals 8 and 16).
+    """
+    if not mask_hex:
+        return []
+    raw = bytes.fromhex(mask_hex)
+    if bit_order == "lsb_last_hex":
+        value = int.from_bytes(raw, "big")
+    elif bit_order == "lsb_first_byte":
+        value = int.from_bytes(raw, "little")
+    else:
+        raise ValueError(f"unknown mask_bit_order {bit_order!r}")
+    return [k for k in range(value.bit_length()) if (value >> k) & 1]
+
+
+def _is_plain_japanese(code: int) -> bool:
+    return (
+        0x20 <= code < 0x7F
+        or 0x3000 <= code <= 0x30FF  # CJK symbols, hiragana, katakana
+        or 0x4E00 <= code <= 0x9FFF  # CJK unified ideographs
+        or 0xFF00 <= code <= 0xFFEF  # half- and full-width forms
+        or code in (0x09, 0x0A, 0x0D)
+    )
+
+
+def japanese_text_score(text: str, sample: int = 200_000) -> float:
+    """Return how Japanese a text looks, from 0 to 1.
+
+    The score is the share of the first ``sample`` characters that are ASCII, kana, CJK or
+    half/full-width forms. It is used to choose between Japanese encodings that all decode the same bytes strictly: EUC-JP
+    bytes read as UTF-16 give Hangul and Yi syllables, not kanji, so the right codec scores
+    higher. An empty text scores 1.
+    """
+    head = text[:sample]
+    if not head:
+        return 1.0
+    return sum(1 for ch in head if _is_plain_japanese(ord(ch))) / len(head)

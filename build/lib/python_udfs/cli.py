@@ -1,0 +1,548 @@
+"""The ``cdc`` command: stage landing files, run dbt in the same Spark session, demo, scaffold.
+
+``cdc stage``     decode new landing files into the raw tables (one ingest batch).
+``cdc run``       ``stage``, then ``dbt build`` in this process and SparkSession.
+``cdc demo``      simulate a source database, write Qlik change-table files and Kafka dumps
+                  into ``demo/landing``, run, and print a summary.
+``cdc scaffold``  write the tables that feeds' own metadata declares (``raw_metadata``) into
+                  the catalog seeds and generate typed model files per catalog table.
+``cdc thrift-server``  start a Spark Thrift Server on loopback against the project's lake (the
+                  cluster path: ``dbt build --target thrift``); runs until stopped.
+``cdc sql``       run one Spark SQL query on the embedded engine and print the rows (a table,
+                  or JSON lines with ``--json``): views such as ``cdc.history`` included.
+
+Exit status: 0 on success (rejected records included: they are counted, not fatal), 1 when
+``dbt build`` fails, 2 for a configuration error (one message naming the file and the fix).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from python_udfs.config import (
+    CDC_COLUMNS_HEADER,
+    CDC_TABLES_HEADER,
+    ConfigError,
+    ProjectConfig,
+    load_project,
+)
+
+TYPED_MODELS_DIR = Path("models") / "marts" / "tables"
+
+
+def _console():
+    from rich.console import Console
+
+    # Not a terminal (a log, CI): wide enough for the summary table, not rich's 80 columns.
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
+    return Console(highlight=False, soft_wrap=True, width=width)
+
+
+def _parse_vars(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        import yaml
+
+        value = yaml.safe_load(text)
+    if not isinstance(value, dict):
+        raise ConfigError(f"--vars {text!r}: must be a JSON or YAML mapping.")
+    return value
+
+
+def _export_roots(config: ProjectConfig) -> None:
+    """Expose the resolved roots to dbt (profiles.yml and macros read these variables)."""
+    os.environ["CDC_LAKE_ROOT"] = str(config.lake_root)
+    os.environ["CDC_LANDING_ROOT"] = str(config.landing_root)
+
+
+def stage(config: ProjectConfig, spark=None, log=print):
+    """Run one staging batch for ``config``; returns the :class:`StageSummary`."""
+    from python_udfs.spark import get_spark
+    from python_udfs.staging import Stager
+
+    spark = spark or get_spark(config.lake_root)
+    return Stager(spark, config, log).stage()
+
+
+def dbt_build(
+    config: ProjectConfig, extra_vars: dict[str, Any], args: list[str] | None = None
+) -> bool:
+    """Run ``dbt build`` (target from ``CDC_DBT_TARGET``, default ``local``) in this process.
+
+    The session target reuses the SparkSession created by staging. Returns True on success.
+    """
+    from dbt.cli.main import dbtRunner
+
+    _export_roots(config)
+    cli_args = [
+        "build",
+        "--project-dir",
+        str(config.project_dir),
+        "--profiles-dir",
+        str(config.project_dir),
+        "--target",
+        os.environ.get("CDC_DBT_TARGET", "local"),
+    ]
+    if extra_vars:
+        cli_args += ["--vars", json.dumps(extra_vars)]
+    result = dbtRunner().invoke(cli_args + list(args or []))
+    return bool(result.success)
+
+
+def run(
+    config: ProjectConfig, extra_vars: dict[str, Any], dbt_args: list[str] | None = None, log=print
+):
+    """Stage, then ``dbt build`` in the same SparkSession. Returns ``(summary, dbt_ok)``."""
+    from python_udfs.spark import get_spark
+
+    _export_roots(config)
+    spark = get_spark(config.lake_root)
+    summary = stage(config, spark, log)
+    ok = dbt_build(config, extra_vars, dbt_args)
+    return summary, ok
+
+
+def print_summary(config: ProjectConfig, summary, elapsed: float) -> None:
+    """Print files, changes, tables, rejects and elapsed time of a run (from the built marts)."""
+    from rich.table import Table
+
+    from python_udfs.spark import get_spark
+
+    spark = get_spark(config.lake_root)
+    schema = os.environ.get("CDC_DBT_SCHEMA", "cdc")
+    table = Table(title="cdc_changelog: what this run built")
+    for col in (
+        "feed",
+        "files",
+        "changes",
+        "pending",
+        "tables",
+        "live rows",
+        "versions",
+        "rejects",
+    ):
+        table.add_column(col, justify="right" if col != "feed" else "left")
+    counts = [
+        dict(spark.sql(f"select feed, {measure} from {schema}.{mart} group by feed").collect())
+        for mart, measure in (
+            ("ingested_files", "count(distinct source_file)"),
+            ("change_log", "count(*)"),
+            ("pending_changes", "count(*)"),
+            ("current_state", "count(distinct source_schema, source_table)"),
+            ("current_state", "count(*)"),
+            ("history", "count(*)"),
+            ("ingest_rejects", "count(*)"),
+        )
+    ]
+    for feed in config.feeds:
+        table.add_row(feed, *(str(d.get(feed, 0)) for d in counts))
+    console = _console()
+    console.print(table)
+    typed = spark.sql(f"show tables in {schema}").collect()
+    typed_names = sorted(
+        r.tableName for r in typed if "__" in r.tableName and not r.tableName.startswith("stg_")
+    )
+    console.print(
+        f"typed current-state tables in schema [bold]{schema}[/]: "
+        + ", ".join(n for n in typed_names if not n.endswith("__history"))
+    )
+    console.print(
+        "typed history views (SCD type 2): "
+        + ", ".join(n for n in typed_names if n.endswith("__history"))
+    )
+    console.print(
+        f"batch {summary.ingest_batch_id}: {summary.files_ingested} file(s) ingested, "
+        f"{summary.files_skipped} skipped, {len(summary.files_refused)} refused, "
+        f"{sum(summary.rejects.values())} reject(s) this batch; elapsed {elapsed:.1f} s"
+    )
+
+
+#: The Japanese demo feeds' workload has a TRUNCATE (HiRDB PURGE TABLE, Linkexpress empty full
+#: extract) every this many transactions.
+DEMO_TRUNCATE_EVERY = 12
+
+
+def demo(project_dir: Path, seed: int, log=print) -> int:
+    """Simulate, write every demo feed's files, run staging + dbt build, print the summary.
+
+    The Qlik and GoldenGate feeds replicate ``simulator.TABLES``; the HiRDB and Linkexpress
+    feeds a source database of ``simulator.JP_TABLES`` with truncates.
+    """
+    from python_udfs import simulator
+
+    started = time.monotonic()
+    demo_root = project_dir / "demo"
+    shutil.rmtree(demo_root, ignore_errors=True)
+    os.environ["CDC_LANDING_ROOT"] = str(demo_root / "landing")
+    os.environ["CDC_LAKE_ROOT"] = str(demo_root / "lake")
+    config = load_project(project_dir, check_paths=False)
+    log(f"simulating a source database (seed {seed}) and writing feeds to {config.landing_root}")
+    sims = {
+        "default": simulator.simulate(seed=seed),
+        "japanese": simulator.simulate(
+            seed=seed, truncate_every=DEMO_TRUNCATE_EVERY, tables=simulator.JP_TABLES
+        ),
+    }
+    for feed in config.feeds.values():
+        sim = sims["japanese" if feed.format in simulator.JP_FORMATS else "default"]
+        written = simulator.write_feed(sim, feed.format, feed.path, feed.options)
+        log(f"  {feed.name}: {written} file(s) written ({feed.format})")
+    config = load_project(project_dir)
+    summary, ok = run(config, {}, log=log)
+    if not ok:
+        log("dbt build failed; see the output above")
+        return 1
+    print_summary(config, summary, time.monotonic() - started)
+    return 0
+
+
+def scaffold(config: ProjectConfig, log=print) -> int:
+    """Add tables from ``raw_metadata`` to the seeds and write missing typed model files.
+
+    Existing seed rows are kept (hand edits win); tables declared by a ``.dfm`` or MD message
+    but not yet in the seeds are appended with Spark types mapped from the vendor types. Then
+    every table of ``cdc_tables.csv`` gets ``models/marts/tables/<feed>__<schema>__<table>.sql``
+    if it has none.
+    """
+    from python_udfs.spark import get_spark
+    from python_udfs.staging import Stager
+
+    spark = get_spark(config.lake_root)
+    stager = Stager(spark, config, log)
+    stager.ensure_tables()
+    seeds = config.project_dir / "seeds"
+    columns_path, tables_path = seeds / "cdc_columns.csv", seeds / "cdc_tables.csv"
+    known = {(f, s, t) for (f, s, t) in config.catalog}
+    rows = stager.metadata_rows(stager.committed_batches())
+    latest: dict[tuple[str, str, str], dict[str, dict]] = {}
+    for r in sorted(rows, key=lambda r: (r["table_version"] or 0, r["ingest_batch_id"])):
+        key = (r["feed"], r["source_schema"], r["source_table"])
+        if key in known or r["column_name"].startswith("header__"):
+            continue
+        latest.setdefault(key, {})[r["column_name"]] = r
+    new_columns, new_tables = [], []
+    for key, cols in sorted(latest.items()):
+        ordered = sorted(cols.values(), key=lambda c: c["ordinal"])
+        for i, c in enumerate(ordered, start=1):
+            new_columns.append(
+                {
+                    "feed": key[0],
+                    "source_schema": key[1],
+                    "source_table": key[2],
+                    "column_name": c["column_name"],
+                    "ordinal": i,
+                    "source_type": c["source_type"],
+                    "length": c["length"] if c["length"] is not None else "",
+                    "precision": c["precision"] if c["precision"] is not None else "",
+                    "scale": c["scale"] if c["scale"] is not None else "",
+                    "primary_key_position": c["primary_key_position"] or 0,
+                    "nullable": str(bool(c["nullable"])).lower()
+                    if c["nullable"] is not None
+                    else "true",
+                    "spark_type": spark_type_for(c["source_type"], c["precision"], c["scale"]),
+                }
+            )
+        new_tables.append(
+            {
+                "feed": key[0],
+                "source_schema": key[1],
+                "source_table": key[2],
+                "table_identifier": "",
+            }
+        )
+    _append_csv(columns_path, CDC_COLUMNS_HEADER, new_columns)
+    _append_csv(tables_path, CDC_TABLES_HEADER, new_tables)
+    log(f"seeds: {len(new_tables)} table(s), {len(new_columns)} column(s) added")
+    config = load_project(config.project_dir, check_paths=False)
+    written = write_typed_models(config)
+    log(f"models: {written} typed model file(s) written under {TYPED_MODELS_DIR}")
+    return 0
+
+
+#: Columns of a typed history model after the catalog columns (documented in _marts__docs.md).
+HISTORY_COLUMNS = (
+    "valid_from",
+    "valid_to",
+    "valid_from_position",
+    "valid_to_position",
+    "opened_by_operation",
+    "closed_by_operation",
+    "is_current",
+    "is_deleted",
+)
+
+
+def typed_model_name(feed: str, schema: str, table: str) -> str:
+    """Return ``<feed>__<schema>__<table>`` in lower case (DESIGN.md §5)."""
+    return f"{feed}__{schema}__{table}".lower().replace(".", "_").replace(" ", "_")
+
+
+def write_typed_models(config: ProjectConfig) -> int:
+    """Write the typed current-state and history model files a catalog table lacks; return how many.
+
+    Also rewrites ``models/marts/tables/_tables__models.yml`` from the catalog, so that every
+    typed model and column is documented and its primary key tested.
+    """
+    import yaml
+
+    folder = config.project_dir / TYPED_MODELS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    written = 0
+    docs = []
+    for (feed, schema, table), columns in sorted(config.catalog.items()):
+        types = config.spark_types[(feed, schema, table)]
+        keys = sorted(
+            (c for c in columns if c.primary_key_position), key=lambda c: c.primary_key_position
+        )
+        key_text = ", ".join(c.column_name for c in keys) or "none declared"
+        column_docs = [
+            {
+                "name": c.column_name.lower(),
+                "description": (
+                    f"{c.column_name}: source type {c.source_type}"
+                    + (f"({c.precision},{c.scale})" if c.precision else "")
+                    + f", as {types[c.column_name]}"
+                    + (
+                        f"; primary key position {c.primary_key_position}"
+                        if c.primary_key_position
+                        else ""
+                    )
+                    + ("" if c.nullable else "; not null at the source")
+                    + "."
+                ),
+            }
+            for c in columns
+        ]
+        name = typed_model_name(feed, schema, table)
+        docs.append(
+            {
+                "name": name,
+                "description": (
+                    f"Current state of {schema}.{table} from feed {feed}: one row per live key, columns cast "
+                    f"from canonical text to the catalog's Spark types. Primary key: {key_text}."
+                ),
+                "columns": [
+                    {
+                        "name": "primary_key",
+                        "description": "{{ doc('primary_key') }}",
+                        "data_tests": ["unique", "not_null"],
+                    },
+                    *column_docs,
+                    {
+                        "name": "last_change_position",
+                        "description": "Position of the change that opened the row's current version.",
+                    },
+                    {
+                        "name": "last_committed_at",
+                        "description": "Commit time (UTC) of the change that opened the row's current version.",
+                    },
+                ],
+            }
+        )
+        docs.append(
+            {
+                "name": f"{name}__history",
+                "description": (
+                    f"SCD type 2 history of {schema}.{table} from feed {feed} (a view on `history`): "
+                    f"one row per version of a key, columns cast to the catalog's Spark types. "
+                    f"Primary key: {key_text}."
+                ),
+                "columns": [
+                    {"name": "version_id", "description": "{{ doc('version_id') }}"},
+                    {"name": "primary_key", "description": "{{ doc('primary_key') }}"},
+                    *column_docs,
+                    *[
+                        {"name": column, "description": f"{{{{ doc('{column}') }}}}"}
+                        for column in HISTORY_COLUMNS
+                    ],
+                ],
+            }
+        )
+    (folder / "_tables__models.yml").write_text(
+        "# Generated by `cdc scaffold` from seeds/cdc_columns.csv; edits are overwritten.\n"
+        + yaml.safe_dump(
+            {"version": 2, "models": docs}, sort_keys=False, allow_unicode=True, width=100
+        ),
+        encoding="utf-8",
+    )
+    for feed, schema, table in sorted(config.catalog):
+        name = typed_model_name(feed, schema, table)
+        for path, body in (
+            (
+                folder / f"{name}.sql",
+                f"{{{{ cdc_typed_current_state('{feed}', '{schema}', '{table}') }}}}\n",
+            ),
+            (
+                folder / f"{name}__history.sql",
+                "{{ config(materialized='view') }}\n"
+                f"{{{{ cdc_typed_history('{feed}', '{schema}', '{table}') }}}}\n",
+            ),
+        ):
+            if path.exists():
+                continue
+            path.write_text(body, encoding="utf-8")
+            written += 1
+    return written
+
+
+_SPARK_TYPES = {
+    "INT1": "tinyint",
+    "INT2": "smallint",
+    "INT4": "int",
+    "INT8": "bigint",
+    "UINT1": "smallint",
+    "UINT2": "int",
+    "UINT4": "bigint",
+    "UINT8": "decimal(20,0)",
+    "REAL4": "float",
+    "REAL8": "double",
+    "BOOLEAN": "boolean",
+    "DATE": "date",
+    "DATETIME": "timestamp",
+    "TIME": "string",
+    "BYTES": "binary",
+    "BLOB": "binary",
+}
+
+
+_GG_SPARK_TYPES = {
+    130: "smallint",
+    131: "int",
+    132: "int",
+    133: "bigint",
+    134: "bigint",
+    135: "decimal(20,0)",
+    140: "float",
+    141: "double",
+    142: "float",
+    143: "double",
+    192: "timestamp",
+    191: "timestamp",
+}
+
+
+def spark_type_for(source_type: str, precision: int | None, scale: int | None) -> str:
+    """Map a vendor type to the Spark SQL type of typed models (``string`` otherwise).
+
+    Qlik Replicate type names (``INT4``, ``NUMERIC``…) and GoldenGate type codes (``134``…;
+    integer codes with a scale become decimals) are known.
+    """
+    kind = (source_type or "").upper()
+    if kind.isdigit():
+        code = int(kind)
+        if 130 <= code <= 135 and scale:
+            return f"decimal({38 if code >= 134 else 18},{scale})"
+        if code in (150, 151, 152, 153, 154, 189):
+            return f"decimal(38,{scale or 0})"
+        return _GG_SPARK_TYPES.get(code, "string")
+    if kind in ("NUMERIC", "DECIMAL"):
+        return f"decimal({precision or 38},{scale or 0})"
+    return _SPARK_TYPES.get(kind, "string")
+
+
+def sql(config: ProjectConfig, query: str, as_json: bool) -> int:
+    """Run one Spark SQL query against the project's lake and print its rows; return 0.
+
+    With ``as_json``, one JSON object per row on stdout (maps as objects, timestamps and
+    decimals as text) and nothing else; otherwise a table. Spark's own errors propagate.
+    """
+    from python_udfs.spark import get_spark
+
+    rows = get_spark(config.lake_root).sql(query).collect()
+    if as_json:
+        for row in rows:
+            print(json.dumps(row.asDict(recursive=True), default=str, ensure_ascii=False))
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"{len(rows)} row(s)")
+    columns = list(rows[0].asDict()) if rows else []
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(str(v) for v in row))
+    _console().print(table)
+    return 0
+
+
+def _append_csv(path: Path, header: list[str], rows: list[dict]) -> None:
+    if not rows:
+        return
+    with path.open("a", encoding="utf-8", newline="") as fh:
+        csv.DictWriter(fh, fieldnames=header, lineterminator="\n").writerows(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``cdc`` console script."""
+    parser = argparse.ArgumentParser(prog="cdc", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--project-dir", type=Path, default=Path.cwd(), help="dbt project folder")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, text in (
+        ("stage", "decode new landing files into raw tables"),
+        ("run", "stage, then dbt build in the same Spark session"),
+        ("demo", "simulate feeds, run, print a summary"),
+        ("scaffold", "write catalog seeds and typed model files from feed metadata"),
+        ("sql", "run one Spark SQL query on the embedded engine and print its rows"),
+        ("thrift-server", "start a Spark Thrift Server on loopback against the lake"),
+    ):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--vars", help="dbt vars override (JSON or YAML mapping)")
+        if name == "demo":
+            p.add_argument("--seed", type=int, default=7, help="simulator random seed")
+        if name == "thrift-server":
+            p.add_argument("--port", type=int, default=10001, help="port (default 10001)")
+            p.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
+        if name == "sql":
+            p.add_argument("query", help="the query, e.g. 'select * from cdc.history limit 20'")
+            p.add_argument("--json", action="store_true", help="print one JSON object per row")
+        if name == "run":
+            p.add_argument(
+                "dbt_args", nargs=argparse.REMAINDER, help="extra dbt build arguments after --"
+            )
+    args = parser.parse_args(argv)
+    project_dir = args.project_dir.resolve()
+    log = _console().print
+    try:
+        if args.command == "demo":
+            return demo(project_dir, args.seed, log)
+        extra = _parse_vars(args.vars)
+        config = load_project(project_dir, extra, check_paths=args.command in ("stage", "run"))
+        _export_roots(config)
+        if args.command == "sql":
+            return sql(config, args.query, args.json)
+        if args.command == "thrift-server":
+            from python_udfs.spark import thrift_server_command
+
+            config.lake_root.mkdir(parents=True, exist_ok=True)
+            command = thrift_server_command(config.lake_root, args.port, args.host)
+            log(f"Spark Thrift Server on {args.host}:{args.port}, lake {config.lake_root}")
+            os.execv(command[0], command)  # replaces this process; stop it with Ctrl-C
+        if args.command == "stage":
+            stage(config, log=log)
+            return 0
+        if args.command == "run":
+            started = time.monotonic()
+            dbt_args = [a for a in (args.dbt_args or []) if a != "--"]
+            summary, ok = run(config, extra, dbt_args, log)
+            if ok:
+                print_summary(config, summary, time.monotonic() - started)
+            return 0 if ok else 1
+        return scaffold(config, log)
+    except ConfigError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

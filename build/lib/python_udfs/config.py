@@ -1,0 +1,282 @@
+"""One configuration for Python and dbt: ``dbt_project.yml`` vars and the catalog seeds.
+
+Feeds are declared under ``vars.cdc_feeds`` (name → ``format``, ``path`` below the landing
+root, ``options``). ``vars.cdc_landing_root`` / ``vars.cdc_lake_root`` give the roots, relative
+to the project directory unless absolute; the environment variables ``CDC_LANDING_ROOT`` and
+``CDC_LAKE_ROOT`` override them. The catalog of replicated tables is
+``seeds/cdc_columns.csv`` and ``seeds/cdc_tables.csv`` (DESIGN.md §3).
+
+Every configuration mistake raises :class:`ConfigError` with one message that names the file
+and the fix; the CLI prints it and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from python_udfs.records import MetadataColumn
+
+#: Feed formats this version decodes (DESIGN.md §1).
+SUPPORTED_FORMATS = (
+    "qlik_change_tables",
+    "qlik_kafka",
+    "goldengate_trail",
+    "hirdb_update_sql",
+    "linkexpress_extract",
+)
+
+CDC_COLUMNS_HEADER = [
+    "feed",
+    "source_schema",
+    "source_table",
+    "column_name",
+    "ordinal",
+    "source_type",
+    "length",
+    "precision",
+    "scale",
+    "primary_key_position",
+    "nullable",
+    "spark_type",
+]
+CDC_TABLES_HEADER = ["feed", "source_schema", "source_table", "table_identifier"]
+
+
+class ConfigError(Exception):
+    """A configuration mistake: the message names the file and the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class FeedConfig:
+    """One feed: its name, format, absolute landing folder and decoder options."""
+
+    name: str
+    format: str
+    path: Path
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ProjectConfig:
+    """The project's resolved configuration.
+
+    ``catalog`` maps ``(feed, source_schema, source_table)`` to the seed's columns in ordinal
+    order; ``spark_types`` maps the same key to ``{column_name: spark_type}``;
+    ``table_identifiers`` maps ``(feed, table_identifier)`` to ``(schema, table)``.
+    """
+
+    project_dir: Path
+    landing_root: Path
+    lake_root: Path
+    feeds: dict[str, FeedConfig]
+    catalog: dict[tuple[str, str, str], list[MetadataColumn]]
+    spark_types: dict[tuple[str, str, str], dict[str, str]]
+    table_identifiers: dict[tuple[str, str], tuple[str, str]]
+    raw_schema: str = "cdc_raw"
+
+    def feed_catalog(self, feed: str) -> dict[tuple[str, str], list[MetadataColumn]]:
+        """Return the seed's columns of one feed's tables, keyed by ``(schema, table)``."""
+        return {(s, t): cols for (f, s, t), cols in self.catalog.items() if f == feed}
+
+
+def _root(value: str, env: str, project_dir: Path) -> Path:
+    path = Path(os.environ.get(env) or value)
+    return (path if path.is_absolute() else project_dir / path).resolve()
+
+
+def load_project(
+    project_dir: Path, extra_vars: Mapping[str, Any] | None = None, check_paths: bool = True
+) -> ProjectConfig:
+    """Read ``dbt_project.yml`` and the catalog seeds of ``project_dir`` and validate them.
+
+    ``extra_vars`` overrides vars as ``dbt --vars`` does. With ``check_paths`` every feed's
+    landing folder must exist. Raises :class:`ConfigError` for a missing project file, an
+    unknown feed format, a missing landing folder, malformed seeds, or a table listed in
+    ``cdc_tables.csv`` without columns in ``cdc_columns.csv``.
+    """
+    project_file = project_dir / "dbt_project.yml"
+    if not project_file.is_file():
+        raise ConfigError(
+            f"{project_file}: not found. Run from the dbt project folder or pass --project-dir."
+        )
+    with project_file.open(encoding="utf-8") as fh:
+        project = yaml.safe_load(fh) or {}
+    variables = {**(project.get("vars") or {}), **(extra_vars or {})}
+    feeds_var = variables.get("cdc_feeds")
+    if not isinstance(feeds_var, Mapping) or not feeds_var:
+        raise ConfigError(
+            f"{project_file}: vars.cdc_feeds is missing or empty. Declare each feed as "
+            "`<name>: {format: ..., path: ..., options: {...}}`."
+        )
+    landing_root = _root(
+        str(variables.get("cdc_landing_root", "landing")), "CDC_LANDING_ROOT", project_dir
+    )
+    lake_root = _root(str(variables.get("cdc_lake_root", "lake")), "CDC_LAKE_ROOT", project_dir)
+    feeds: dict[str, FeedConfig] = {}
+    for name, spec in feeds_var.items():
+        where = f"{project_file}: vars.cdc_feeds.{name}"
+        if not isinstance(spec, Mapping):
+            raise ConfigError(f"{where} must be a mapping with format, path and options.")
+        fmt = spec.get("format")
+        if fmt not in SUPPORTED_FORMATS:
+            raise ConfigError(
+                f"{where}: unknown format {fmt!r}. Use one of: {', '.join(SUPPORTED_FORMATS)}."
+            )
+        rel = spec.get("path")
+        if not rel:
+            raise ConfigError(f"{where}: `path` (landing sub-folder) is missing.")
+        path = (landing_root / str(rel)).resolve()
+        if check_paths and not path.is_dir():
+            raise ConfigError(
+                f"{where}: landing folder {path} does not exist. Create it, fix `path`, or set "
+                "CDC_LANDING_ROOT to the folder that holds it."
+            )
+        options = spec.get("options") or {}
+        if not isinstance(options, Mapping):
+            raise ConfigError(f"{where}.options must be a mapping.")
+        definitions = options.get("definitions")
+        if definitions and check_paths and not (landing_root / str(definitions)).is_file():
+            raise ConfigError(
+                f"{where}.options.definitions: sourcedefs file {landing_root / str(definitions)} does not "
+                "exist. Give its path relative to the landing root, or remove the option to use the "
+                "trail's own metadata records."
+            )
+        _check_options(where, fmt, options)
+        feeds[str(name)] = FeedConfig(str(name), fmt, path, dict(options))
+    catalog, spark_types, identifiers = load_catalog(project_dir / "seeds", feeds)
+    return ProjectConfig(
+        project_dir=project_dir.resolve(),
+        landing_root=landing_root,
+        lake_root=lake_root,
+        feeds=feeds,
+        catalog=catalog,
+        spark_types=spark_types,
+        table_identifiers=identifiers,
+        raw_schema=str(variables.get("cdc_raw_schema", "cdc_raw")),
+    )
+
+
+_CHOICES = {
+    "linkexpress_extract": {
+        "unit": ("table", "group"),
+        "difftype": ("open", "jnl"),
+        "logtype": ("auto", "normal", "little"),
+        "null_indicators": ("auto", "yes", "no", True, False),
+        "byteswap": ("auto", "no", "yes"),
+        "outcode": ("auto", "unicode", "euc", "sjis"),
+        "record_length_basis": ("inclusive", "exclusive"),
+    },
+    "hirdb_update_sql": {
+        "where_image": ("after", "before"),
+        "duplicate_transactions": ("reject", "keep"),
+        "identifier_case": ("as_written", "upper"),
+        "hex_fallback": ("reject", "decode_packed"),
+        "placeholder_quoted": ("bare_only", "accept_quoted"),
+    },
+}
+
+
+def _check_options(where: str, fmt: str, options: Mapping[str, Any]) -> None:
+    """Fail fast on decoder options that would make every record of a feed a reject."""
+    import codecs
+    import zoneinfo
+
+    from python_udfs.hirdb_update_sql import ENCODING_ALIASES
+
+    for name, allowed in _CHOICES.get(fmt, {}).items():
+        if name in options and options[name] not in allowed:
+            raise ConfigError(
+                f"{where}.options.{name}: {options[name]!r} is not one of "
+                f"{', '.join(str(a) for a in allowed)} (formats/{fmt}.md)."
+            )
+    if fmt == "hirdb_update_sql":
+        encoding = str(options.get("encoding", "auto"))
+        if encoding != "auto":
+            try:
+                codecs.lookup(ENCODING_ALIASES.get(encoding.lower(), encoding))
+            except LookupError as exc:
+                raise ConfigError(
+                    f"{where}.options.encoding: unknown codec {encoding!r}. Use auto, utf-8, "
+                    "euc_jp or cp932."
+                ) from exc
+        zone = str(options.get("source_time_zone", "UTC"))
+        try:
+            zoneinfo.ZoneInfo(zone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+            raise ConfigError(
+                f"{where}.options.source_time_zone: unknown time zone {zone!r}. Use an IANA "
+                "name such as Asia/Tokyo, or UTC."
+            ) from exc
+
+
+def _read_seed(path: Path, header: list[str]) -> list[dict[str, str]]:
+    if not path.is_file():
+        raise ConfigError(f"{path}: not found. Create it with the header {','.join(header)}.")
+    with path.open(encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        if reader.fieldnames != header:
+            raise ConfigError(
+                f"{path}: header is {reader.fieldnames}; it must be exactly {','.join(header)} (DESIGN.md §3)."
+            )
+        return list(reader)
+
+
+def _int(value: str, path: Path, line: int, column: str) -> int | None:
+    if value in ("", None):
+        return None
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise ConfigError(f"{path}:{line}: {column} {value!r} is not an integer.") from exc
+
+
+def load_catalog(seeds_dir: Path, feeds: Mapping[str, FeedConfig]):
+    """Read ``cdc_columns.csv`` and ``cdc_tables.csv``; return catalog, Spark types, identifiers.
+
+    Raises :class:`ConfigError` when a seed is missing or malformed, or a table of
+    ``cdc_tables.csv`` has no columns in ``cdc_columns.csv``.
+    """
+    columns_path, tables_path = seeds_dir / "cdc_columns.csv", seeds_dir / "cdc_tables.csv"
+    catalog: dict[tuple[str, str, str], list[MetadataColumn]] = {}
+    spark_types: dict[tuple[str, str, str], dict[str, str]] = {}
+    for line, row in enumerate(_read_seed(columns_path, CDC_COLUMNS_HEADER), start=2):
+        key = (row["feed"], row["source_schema"], row["source_table"])
+        column = MetadataColumn(
+            source_schema=row["source_schema"],
+            source_table=row["source_table"],
+            table_version=None,
+            column_name=row["column_name"],
+            ordinal=_int(row["ordinal"], columns_path, line, "ordinal") or 0,
+            source_type=row["source_type"],
+            length=_int(row["length"], columns_path, line, "length"),
+            precision=_int(row["precision"], columns_path, line, "precision"),
+            scale=_int(row["scale"], columns_path, line, "scale"),
+            primary_key_position=_int(
+                row["primary_key_position"], columns_path, line, "primary_key_position"
+            )
+            or 0,
+            nullable=row["nullable"].strip().lower() == "true",
+            metadata_source="catalog_seed",
+        )
+        catalog.setdefault(key, []).append(column)
+        spark_types.setdefault(key, {})[row["column_name"]] = row["spark_type"] or "string"
+    for cols in catalog.values():
+        cols.sort(key=lambda c: c.ordinal)
+    identifiers: dict[tuple[str, str], tuple[str, str]] = {}
+    for line, row in enumerate(_read_seed(tables_path, CDC_TABLES_HEADER), start=2):
+        key = (row["feed"], row["source_schema"], row["source_table"])
+        if key not in catalog:
+            raise ConfigError(
+                f"{tables_path}:{line}: table {'.'.join(key[1:])} of feed {key[0]} has no columns. "
+                f"Add its columns to {columns_path} (or run `cdc scaffold`)."
+            )
+        if row["table_identifier"]:
+            identifiers[(row["feed"], row["table_identifier"])] = key[1:]
+    return catalog, spark_types, identifiers

@@ -1,0 +1,860 @@
+"""Decoder for Oracle GoldenGate trail files (feed format ``goldengate_trail``).
+
+A trail is a run of token-framed records: the file header ``F`` at offset 0, then ``G``
+records, each ``[id u8][info u8][u16 total length]`` + sub-tokens ``H`` (record header, GHDR),
+``D`` (data area), ``T`` (GGS tokens), closed by a ``Z`` trailer that repeats the length. The
+RBA of a record is the file offset of its ``G`` byte. Lengths use the trail's byte order
+(detected per file); column payload integers are big-endian.
+
+Each ``G`` record becomes one raw row with every GHDR field the vendor lists (Hdr-Ind,
+Partition, UndoFlag, BeforeAfter, RecLength, IOType, OrigNode, IO Time, AuditPos, AuditRBA,
+TransInd, FormatType, SyskeyLen, Incomplete, Continued, RecCount), the table, the tokens, and
+the column images as ``map<string,string>`` of canonical text. Columns not in a compressed
+record are absent. Unified updates (IOType 134/135) carry ``before_data`` and ``data``;
+FieldComp ``B``/``A`` pairs stay two rows (dbt pairs them by position). Metadata records
+(IOType 170) define tables (TDR) and also land in ``raw_metadata``; table definitions may come
+from a defgen sourcedefs file instead.
+
+Follows ``formats/goldengate_trail.md`` (built from ``seeds/goldengate_record_header_ja.txt``)
+and the real trails ``samples/goldengate/tc000000`` (+ ``tc.def``) and ``tr000000000``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from python_udfs.canonical import (
+    canonical_date,
+    canonical_decimal,
+    canonical_time,
+    canonical_timestamp,
+)
+from python_udfs.records import DecodeResult, MetadataColumn, Reject
+from python_udfs.records import RecordError as _Bad
+
+FORMAT = "goldengate_trail"
+
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "byte_order": "auto",
+    "char_encoding": None,  # default: the sourcedefs character set, else utf-8
+    "update_pair_position": "before",
+    "number_text_rendering": "as_decimal",
+    "segments": "reject",
+    "seqno_source": "header",
+    "unknown_iotype": "keep",
+    "subsecond_overflow": "truncate",
+    "incomplete_tail": "pending",
+}
+
+#: Canonical operation of each IOType (formats/goldengate_trail.md, *IOType codes*).
+IO_TYPES: dict[int, str] = {
+    3: "DELETE",
+    5: "INSERT",
+    10: "UPDATE",
+    15: "UPDATE",
+    115: "UPDATE",
+    116: "UPDATE",
+    134: "UPDATE",
+    135: "UPDATE",
+    140: "UPDATE",
+    100: "TRUNCATE",
+    160: "DDL",
+    170: "METADATA",
+}
+#: NonStop TMF IOTypes, not expected from open systems: rejected.
+NONSTOP_IO_TYPES = {1, 2, 4, 6, 7, 8, 9, 11, 12, 13, 14, 16, 17, 18, 19}
+JULIAN_UNIX_OFFSET_US = 210_866_760_000_000_000
+TRAIL_NAME_RE = re.compile(r"^[A-Za-z0-9]{2}(\d{6}|\d{9})$")
+_UNIX_EPOCH = dt.datetime(1970, 1, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class GGColumn:
+    """One column of a table definition (sourcedefs line or TDR entry).
+
+    ``index`` is the 0-based position used in the data area; ``data_type`` the GoldenGate type
+    code; ``scale`` the decimal scale; ``msdt``/``lsdt`` the most/least significant datetime
+    fields (0 year … 5 second, 6 fraction); ``sub_type`` the GoldenGate sub data type.
+    """
+
+    name: str
+    index: int
+    data_type: int
+    external_length: int
+    scale: int
+    msdt: int
+    lsdt: int
+    sub_type: int
+    is_key: bool
+    nullable: bool = True
+
+
+@dataclass(slots=True)
+class GGTable:
+    """A table definition: ``SCHEMA.TABLE`` name and columns in definition order."""
+
+    name: str
+    columns: list[GGColumn]
+    source: str = "sourcedefs"
+    char_encoding: str | None = None
+
+    @property
+    def schema_and_table(self) -> tuple[str, str]:
+        """Split ``SCHEMA.TABLE`` (a name without a dot has an empty schema)."""
+        schema, _, table = self.name.rpartition(".")
+        return schema, table
+
+    def metadata(self, offset: int = 0, index: int = 0) -> list[MetadataColumn]:
+        """Return the definition as catalog columns (for ``raw_metadata``)."""
+        schema, table = self.schema_and_table
+        keys = [c for c in self.columns if c.is_key]
+        return [
+            MetadataColumn(
+                source_schema=schema,
+                source_table=table,
+                table_version=None,
+                column_name=c.name,
+                ordinal=c.index + 1,
+                source_type=str(c.data_type),
+                length=c.external_length,
+                precision=None,
+                scale=c.scale,
+                primary_key_position=keys.index(c) + 1 if c.is_key else 0,
+                nullable=c.nullable,
+                metadata_source=f"goldengate_{self.source}",
+                record_offset=offset,
+                record_index=index,
+            )
+            for c in self.columns
+        ]
+
+
+def parse_sourcedefs(text: str) -> tuple[dict[str, GGTable], str | None]:
+    """Parse a defgen sourcedefs file (like ``tc.def``) into table definitions.
+
+    Returns ``({"SCHEMA.TABLE": GGTable}, character set)``. Raises ValueError when a definition
+    is malformed (a column line without 19 fields, a column count that does not match).
+    """
+    tables: dict[str, GGTable] = {}
+    charset = None
+    current: GGTable | None = None
+    expected = 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("*"):
+            continue
+        if line.startswith("Character set ID:"):
+            charset = line.split(":", 1)[1].strip() or None
+        elif line.startswith("Definition for table "):
+            current = GGTable(line[len("Definition for table ") :].strip(), [])
+        elif line.startswith("Columns:") and current is not None:
+            expected = int(line.split(":", 1)[1])
+        elif line == "End of definition" and current is not None:
+            if len(current.columns) != expected:
+                raise ValueError(
+                    f"line {number}: {current.name} declares {expected} columns, has {len(current.columns)}"
+                )
+            tables[current.name] = current
+            current = None
+        elif current is not None and not line.startswith(("Record length:", "Syskey:")):
+            fields = line.split()
+            if len(fields) != 19:
+                raise ValueError(
+                    f"line {number}: column line has {len(fields)} fields, expected 19"
+                )
+            f = [int(x) for x in fields[1:]]
+            current.columns.append(
+                GGColumn(
+                    name=fields[0],
+                    index=len(current.columns),
+                    data_type=f[0],
+                    external_length=f[1],
+                    scale=f[3],
+                    msdt=f[10],
+                    lsdt=f[11],
+                    sub_type=f[17],
+                    is_key=f[16] == 1,
+                    nullable=f[5] == 1,
+                )
+            )
+    for table in tables.values():
+        table.char_encoding = charset
+    return tables, charset
+
+
+def julian_to_text(value: int, overflow: str = "truncate") -> str:
+    """Render Julian-epoch microseconds (GMT) as canonical UTC timestamp text."""
+    return canonical_timestamp(
+        _UNIX_EPOCH + dt.timedelta(microseconds=value - JULIAN_UNIX_OFFSET_US), overflow
+    )
+
+
+@dataclass(slots=True)
+class _Trail:
+    """Per-file decoding state."""
+
+    data: bytes
+    order: str  # ">" or "<"
+    u16: struct.Struct
+    u32: struct.Struct
+    seqno: int
+    tables: dict[str, GGTable]
+    tdrs: dict[int, GGTable] = field(default_factory=dict)
+    tran_id: str | None = None
+    log_csn: str | None = None
+    used: set[str] = field(default_factory=set)
+
+
+def detect_byte_order(data: bytes) -> str | None:
+    """Return ``">"`` or ``"<"`` for a trail whose ``F`` record checks out that way, else None.
+
+    Rule: take the length both ways; keep the order for which ``rec[L-4] == 'Z'`` and the
+    trailer repeats ``L`` (formats/goldengate_trail.md, option ``byte_order``).
+    """
+    if len(data) < 8 or data[0] != 0x46:
+        return None
+    for order in (">", "<"):
+        (length,) = struct.unpack_from(order + "H", data, 2)
+        if 8 <= length <= len(data) and data[length - 4] == 0x5A:
+            (trailer,) = struct.unpack_from(order + "H", data, length - 2)
+            if trailer == length:
+                return order
+    return None
+
+
+def _tokens(buf: bytes, start: int, end: int, order: str) -> list[tuple[int, int, int, int]]:
+    """Split ``buf[start:end]`` into tokens ``(id, info, value_start, value_end)``.
+
+    Info ``0x40`` means a u32 length. Raises ValueError when a token overruns ``end``.
+    """
+    out = []
+    pos = start
+    while pos < end:
+        if pos + 4 > end:
+            raise ValueError(f"token header overruns at {pos}")
+        tid, info = buf[pos], buf[pos + 1]
+        if info == 0x40:
+            if pos + 6 > end:
+                raise ValueError(f"token header overruns at {pos}")
+            (length,) = struct.unpack_from(order + "I", buf, pos + 2)
+            vstart = pos + 6
+        else:
+            (length,) = struct.unpack_from(order + "H", buf, pos + 2)
+            vstart = pos + 4
+        if vstart + length > end:
+            raise ValueError(f"token {chr(tid)!r} at {pos} overruns its record")
+        out.append((tid, info, vstart, vstart + length))
+        pos = vstart + length
+    return out
+
+
+def _file_header(data: bytes, order: str, length: int) -> dict[str, Any]:
+    """Read TrailInfo (group ``0``) of the ``F`` record: Compatibility, Seqno, CreationTime."""
+    info: dict[str, Any] = {}
+    for tid, _i, vs, ve in _tokens(data, 4, length - 4, order):
+        if tid != 0x30:
+            continue
+        for sid, sinfo, svs, sve in _tokens(data, vs, ve, order):
+            if sinfo == 0xFF:
+                continue
+            if sid == 0x31 and sve - svs == 2:
+                info["compatibility"] = struct.unpack_from(order + "H", data, svs)[0]
+            elif sid == 0x38 and sve - svs == 4:
+                info["seqno"] = struct.unpack_from(order + "I", data, svs)[0]
+            elif sid == 0x33 and sve - svs == 8:
+                info["creation_time"] = struct.unpack_from(order + "q", data, svs)[0]
+    return info
+
+
+def seqno_from_name(file_name: str) -> int | None:
+    """Return the sequence number in a trail file name (``tc000000`` → 0), or None."""
+    base = file_name.replace("\\", "/").rsplit("/", 1)[-1]
+    match = TRAIL_NAME_RE.match(base)
+    return int(match.group(1)) if match else None
+
+
+def decode_trail_file(
+    data: bytes,
+    *,
+    file_name: str,
+    definitions: Mapping[str, GGTable] | None = None,
+    options: Mapping[str, Any] | None = None,
+    start: int = 0,
+    start_index: int = 0,
+    final: bool = False,
+) -> DecodeResult:
+    """Decode one trail file (from byte ``start``) into raw rows, metadata and rejects.
+
+    ``definitions`` maps ``SCHEMA.TABLE`` to sourcedefs definitions (:func:`parse_sourcedefs`);
+    TDR metadata records in the trail are used as well (and win for the tables they define).
+    Records before ``start`` (already ingested) are walked again only to rebuild the TDRs and
+    the open transaction's carried tokens. A partly written last record is left for the next
+    run (``consumed_end`` stops before it) unless ``final``. Never raises for bad input.
+
+    Row keys: ``record_offset`` (= RBA, bytes), ``record_length`` (bytes, G to Z),
+    ``record_index``, ``trail_seqno``, the GHDR
+    fields snake_cased (``hdr_ind``, ``partition``, ``undo_flag``, ``before_after``,
+    ``rec_length``, ``io_type``, ``orig_node``, ``io_time`` (canonical UTC text),
+    ``audit_pos`` (u64 as digits), ``audit_rba``, ``trans_ind``, ``format_type``, ``syskey_len``,
+    ``incomplete``, ``continued``, ``rec_count``), ``table_name``, ``source_schema``,
+    ``source_table``, ``tdr_index``, ``token_row_id``, ``token_log_csn``, ``token_tran_id``
+    (as in the record), ``transaction_id`` / ``log_csn`` (carried from the transaction's first
+    record in this file), ``tokens`` (every token, text or hex), ``column_names``, ``data``,
+    ``before_data``.
+    """
+    opts = {**DEFAULT_OPTIONS, **(options or {})}
+    final = final or opts["incomplete_tail"] == "reject"
+    result = DecodeResult(consumed_end=max(start, 0))
+    order = (
+        detect_byte_order(data)
+        if opts["byte_order"] == "auto"
+        else {"big": ">", "little": "<"}[opts["byte_order"]]
+    )
+    if order is None or data[:1] != b"F":
+        if len(data) < 8 and not final:
+            result.consumed_end = 0
+            return result
+        result.rejects.append(
+            Reject.of(
+                data,
+                0,
+                len(data),
+                0,
+                "not_a_trail_file",
+                "first record is not an F file header in either byte order",
+            )
+        )
+        result.consumed_end = len(data)
+        return result
+    (header_length,) = struct.unpack_from(order + "H", data, 2)
+    try:
+        info = _file_header(data, order, header_length)
+    except (ValueError, struct.error) as exc:
+        info = {}
+        result.warnings.append(
+            f"file header does not parse ({exc}); seqno taken from the file name"
+        )
+    seqno = info.get("seqno")
+    name_seqno = seqno_from_name(file_name)
+    if opts["seqno_source"] == "file_name" or seqno is None:
+        seqno = name_seqno if name_seqno is not None else 0
+    elif name_seqno is not None and name_seqno != seqno:
+        result.warnings.append(f"file name seqno {name_seqno} differs from header Seqno {seqno}")
+    state = _Trail(
+        data,
+        order,
+        struct.Struct(order + "H"),
+        struct.Struct(order + "I"),
+        seqno,
+        dict(definitions or {}),
+    )
+    pos, index = header_length, 0
+    pending_b: dict[str, Any] | None = None
+    while pos < len(data):
+        record_start = pos
+        emit = record_start >= start
+        if emit:
+            index = max(index, start_index)
+        try:
+            end = _frame(state, pos)
+        except _Bad as bad:
+            if bad.reason == "truncated_record" and not final:
+                break  # the writer is still writing this record: leave it for the next run
+            resync = _resync(state, pos + 1)
+            if emit:
+                index += 1
+                result.rejects.append(Reject.of(data, pos, resync, index, bad.reason, str(bad)))
+            pos = resync
+            result.consumed_end = max(result.consumed_end, pos)
+            continue
+        pos = end
+        if emit:
+            index += 1
+        try:
+            try:
+                row, metadata = _record(state, record_start, end, opts, images=emit)
+            except (ValueError, IndexError, ArithmeticError, struct.error) as exc:
+                raise _Bad("bad_record", f"record does not parse: {exc}") from exc
+        except _Bad as bad:
+            if emit:
+                result.rejects.append(
+                    Reject.of(data, record_start, end, index, bad.reason, str(bad))
+                )
+                result.consumed_end = end
+            continue
+        if metadata is not None and emit:
+            result.metadata.extend(metadata.metadata(record_start, index))
+        if not emit:
+            continue
+        row.update(
+            record_offset=record_start,
+            record_length=end - record_start,
+            record_index=index,
+            trail_seqno=seqno,
+        )
+        result.consumed_end = end
+        # FieldComp B records must be followed by their A record.
+        if pending_b is not None:
+            if not _is_after_of(row, pending_b[0]):
+                _reject_orphan(data, result, pending_b, "not followed by its after image")
+            pending_b = None
+        if row["io_type"] == 15 and row["before_after"] == "B":
+            pending_b = (row, end)
+        if row["io_type"] not in IO_TYPES:
+            result.warnings.append(
+                f"unknown IOType {row['io_type']} at RBA {record_start} kept in raw"
+            )
+        result.rows.append(row)
+    for name in sorted(state.used):  # sourcedefs tables this file used: for `cdc scaffold`
+        if state.tables[name].source == "sourcedefs":
+            result.metadata.extend(state.tables[name].metadata())
+    if pending_b is not None and final:
+        _reject_orphan(data, result, pending_b, "at end of file")
+    return result
+
+
+def _reject_orphan(
+    data: bytes, result: DecodeResult, pending_b: tuple[dict[str, Any], int], why: str
+) -> None:
+    """Move a FieldComp ``B`` row without its ``A`` record from the rows to the rejects."""
+    b_row, b_end = pending_b
+    result.rows.remove(b_row)
+    result.rejects.append(
+        Reject.of(
+            data,
+            b_row["record_offset"],
+            b_end,
+            b_row["record_index"],
+            "orphan_before_image",
+            f"FieldComp before image {why}",
+        )
+    )
+
+
+def _is_after_of(row: Mapping[str, Any], b_row: Mapping[str, Any]) -> bool:
+    return (
+        row["io_type"] == 15
+        and row["before_after"] == "A"
+        and row["table_name"] == b_row["table_name"]
+        and row["audit_pos"] == b_row["audit_pos"]
+    )
+
+
+def _frame(state: _Trail, pos: int) -> int:
+    """Check the ``G`` record at ``pos`` from both ends; return its end offset."""
+    data = state.data
+    if pos + 4 > len(data):
+        raise _Bad("truncated_record", f"truncated record at RBA {pos}")
+    if data[pos] != 0x47:
+        raise _Bad("bad_record_token", f"record token {data[pos]:#04x} is not 'G' at RBA {pos}")
+    (length,) = state.u16.unpack_from(data, pos + 2)
+    if length < 8:
+        raise _Bad("bad_record_length", f"record length {length} < 8 at RBA {pos}")
+    if pos + length > len(data):
+        raise _Bad(
+            "truncated_record", f"truncated record at RBA {pos}: length {length} overruns the file"
+        )
+    if data[pos + length - 4] != 0x5A or state.u16.unpack_from(data, pos + length - 2)[0] != length:
+        raise _Bad(
+            "bad_trailer", f"trailer of the record at RBA {pos} does not match its length {length}"
+        )
+    return pos + length
+
+
+def _resync(state: _Trail, pos: int) -> int:
+    """Return the offset of the next plausible ``G`` record (or the end of the file)."""
+    data = state.data
+    while True:
+        pos = data.find(b"G", pos)
+        if pos == -1:
+            return len(data)
+        try:
+            _frame(state, pos)
+            return pos
+        except _Bad:
+            pos += 1
+
+
+def _record(
+    state: _Trail, start: int, end: int, opts, images: bool = True
+) -> tuple[dict[str, Any], GGTable | None]:
+    """Decode one framed ``G`` record; raises :class:`_Bad` for a record to reject.
+
+    With ``images`` false (a record already ingested, walked again for its TDR and tokens)
+    the column data is not decoded.
+    """
+    data, order = state.data, state.order
+    try:
+        tokens = _tokens(data, start + 4, end - 4, order)
+    except ValueError as exc:
+        raise _Bad(
+            "bad_subtokens", f"sub-token lengths do not sum to the record length: {exc}"
+        ) from exc
+    parts: dict[int, tuple[int, int]] = {}
+    for tid, _info, vs, ve in tokens:
+        parts.setdefault(tid, (vs, ve))
+    if 0x48 not in parts:
+        raise _Bad("no_record_header", "record has no 'H' header token")
+    hs, he = parts[0x48]
+    if he - hs < 34:
+        raise _Bad("short_record_header", f"GHDR of {he - hs} bytes is shorter than 34")
+    ghdr = data[hs:he]
+    hdr_ind = chr(ghdr[0])
+    if hdr_ind != "E":
+        raise _Bad("invalid_header_indicator", f"invalid header indicator {ghdr[0]:#04x}")
+    rec_length = state.u16.unpack_from(ghdr, 4)[0]
+    io_type, orig_node = ghdr[6], ghdr[7]
+    io_time = struct.unpack_from(order + "q", ghdr, 8)[0]
+    audit_pos = struct.unpack_from(order + "Q", ghdr, 16)[0]
+    audit_rba = state.u32.unpack_from(ghdr, 24)[0]
+    row: dict[str, Any] = {
+        "hdr_ind": hdr_ind,
+        "partition": ghdr[1],
+        "undo_flag": ghdr[2],
+        "before_after": chr(ghdr[3]),
+        "rec_length": rec_length,
+        "io_type": io_type,
+        "orig_node": orig_node,
+        "io_time": julian_to_text(io_time, opts["subsecond_overflow"]) if io_time > 0 else None,
+        "audit_pos": str(audit_pos),
+        "audit_rba": audit_rba,
+        "trans_ind": ghdr[28],
+        "format_type": chr(ghdr[29]),
+        "syskey_len": ghdr[30],
+        "incomplete": ghdr[31],
+        "continued": ghdr[32],
+        "rec_count": ghdr[33],
+    }
+    if io_type in NONSTOP_IO_TYPES:
+        raise _Bad(
+            "nonstop_io_type",
+            f"NonStop IOType {io_type} is not expected from an open-systems trail",
+        )
+    if opts["unknown_iotype"] == "reject" and io_type not in IO_TYPES:
+        raise _Bad("unknown_io_type", f"unknown IOType {io_type}")
+    if row["continued"] and opts["segments"] == "reject":
+        raise _Bad("segmented_record", "segmented record (Continued = Y) is not reassembled")
+    ds, de = parts.get(0x44, (0, 0))
+    if 0x44 in parts and de - ds != rec_length:
+        raise _Bad("rec_length_mismatch", f"RecLength {rec_length} but 'D' holds {de - ds} bytes")
+    tokens_map = _ggs_tokens(state, parts.get(0x54))
+    _carry(state, row, tokens_map)
+    if io_type == 170:
+        table = _metadata_record(state, ghdr, ds, de, orig_node)
+        row.update(
+            table_name=table.name if table else None,
+            tdr_index=None,
+            column_names=None,
+            data=None,
+            before_data=None,
+        )
+        _set_table(row, table.name if table else None)
+        return row, table
+    table_name, tdr_index = _table_reference(ghdr)
+    table = state.tables.get(table_name) if table_name else state.tdrs.get(tdr_index)
+    if table is not None:
+        state.used.add(table.name)
+    row["tdr_index"] = tdr_index
+    if table is None and io_type in IO_TYPES and io_type not in (160,):
+        raise _Bad("no_metadata", f"no metadata for table {table_name or f'TDR #{tdr_index}'}")
+    _set_table(row, table.name if table else table_name)
+    row["column_names"] = [c.name for c in table.columns] if table else None
+    row["data"], row["before_data"] = None, None
+    if not images or table is None or 0x44 not in parts or io_type in (100, 160):
+        return row, None
+    charset = opts["char_encoding"] or table.char_encoding or "utf-8"
+    charset = {"windows-1252": "cp1252"}.get(charset.lower(), charset)
+    if io_type in (134, 135):
+        if de - ds < 4:
+            raise _Bad("bad_unified_record", "unified record shorter than its before-image length")
+        (before_len,) = state.u32.unpack_from(data, ds)
+        if 4 + before_len > de - ds:
+            raise _Bad(
+                "bad_unified_record",
+                f"unified before-image length {before_len} overruns the data area",
+            )
+        row["before_data"] = _image(state, table, ds + 4, ds + 4 + before_len, charset, opts)
+        row["data"] = _image(state, table, ds + 4 + before_len, de, charset, opts)
+    elif io_type in (115, 116):
+        if de - ds < 2:
+            raise _Bad("bad_pk_update_record", "PK update record shorter than its key length")
+        (key_len,) = state.u16.unpack_from(data, ds)
+        if 2 + key_len > de - ds:
+            raise _Bad(
+                "bad_pk_update_record", f"PK update key length {key_len} overruns the data area"
+            )
+        row["before_data"] = _image(state, table, ds + 2, ds + 2 + key_len, charset, opts)
+        row["data"] = _image(state, table, ds + 2 + key_len, de, charset, opts)
+    else:
+        row["data"] = _image(state, table, ds, de, charset, opts)
+    return row, None
+
+
+def _set_table(row: dict[str, Any], name: str | None) -> None:
+    row["table_name"] = name
+    if name:
+        schema, _, table = name.rpartition(".")
+        row["source_schema"], row["source_table"] = schema, table
+    else:
+        row["source_schema"] = row["source_table"] = None
+
+
+def _table_reference(ghdr: bytes) -> tuple[str | None, int | None]:
+    """Return ``(name, None)`` for a NUL-terminated name at GHDR offset 34, else ``(None, index)``."""
+    tail = ghdr[34:]
+    nul = tail.find(b"\x00")
+    text = tail[: nul if nul != -1 else len(tail)]
+    if len(text) >= 2 and all(0x20 < b < 0x7F for b in text):
+        return text.decode("ascii"), None
+    if len(tail) >= 2:
+        return None, int.from_bytes(tail[:2], "big")
+    return None, None
+
+
+def _ggs_tokens(state: _Trail, span: tuple[int, int] | None) -> dict[str, str]:
+    """Return the GGS tokens: ``R`` row id, ``L`` log CSN, ``6`` transaction id, others as hex."""
+    if span is None:
+        return {}
+    data = state.data
+    out: dict[str, str] = {}
+    try:
+        tokens = _tokens(data, span[0], span[1], state.order)
+    except ValueError as exc:
+        raise _Bad("bad_tokens", f"GGS token area: {exc}") from exc
+    for tid, _info, vs, ve in tokens:
+        value = data[vs:ve]
+        key = chr(tid)
+        if key == "R":
+            value = value[:18] if len(value) >= 18 else value.rstrip(b"\x00\x01")
+        if key in ("R", "L", "6"):
+            out[key] = value.decode("ascii", "replace")
+        else:
+            out[key] = value.hex().upper()
+    return out
+
+
+def _carry(state: _Trail, row: dict[str, Any], tokens: Mapping[str, str]) -> None:
+    """Set the record's tokens and the transaction's carried ``6``/``L`` tokens."""
+    if row["trans_ind"] in (0, 3):
+        state.tran_id = state.log_csn = None
+    if "6" in tokens:
+        state.tran_id = tokens["6"]
+    if "L" in tokens:
+        state.log_csn = tokens["L"]
+    row.update(
+        tokens=tokens,
+        token_row_id=tokens.get("R"),
+        token_log_csn=tokens.get("L"),
+        token_tran_id=tokens.get("6"),
+        transaction_id=state.tran_id,
+        log_csn=state.log_csn,
+    )
+
+
+def _metadata_record(
+    state: _Trail, ghdr: bytes, ds: int, de: int, orig_node: int
+) -> GGTable | None:
+    """Read a DDR (OrigNode 1: nothing to keep) or TDR (OrigNode 2) and register the table."""
+    if orig_node != 2:
+        return None
+    name, _ = _table_reference(ghdr)
+    if not name:
+        raise _Bad("bad_metadata_record", "TDR without a table name")
+    tdr_index = int.from_bytes(ghdr[26:28], "big" if state.order == ">" else "little")
+    data, order = state.data, state.order
+    try:
+        (outer,) = [t for t in _tokens(data, ds, de, order) if t[0] == 0x30]
+        inner = {t[0]: t for t in _tokens(data, outer[2], outer[3], order)}
+        cs, ce = inner[0x03][2], inner[0x03][3]
+        count = state.u16.unpack_from(data, cs)[0]
+        pos, columns = cs + 2, []
+        for i in range(count):
+            n = state.u16.unpack_from(data, pos)[0]
+            name_len = state.u16.unpack_from(data, pos + 4)[0]
+            col_name = data[pos + 6 : pos + 6 + name_len].decode("ascii")
+            e = pos + 6 + name_len
+            if e + 44 > ce or pos + 2 + n > ce:
+                raise ValueError("column entry overruns the TDR")
+            u16 = state.u16.unpack_from
+            columns.append(
+                GGColumn(
+                    name=col_name,
+                    index=i,
+                    data_type=u16(data, e)[0],
+                    external_length=state.u32.unpack_from(data, e + 6)[0],
+                    scale=u16(data, e + 38)[0],
+                    msdt=u16(data, e + 34)[0],
+                    lsdt=u16(data, e + 36)[0],
+                    sub_type=u16(data, e + 32)[0],
+                    is_key=bool(u16(data, e + 42)[0] & 0x01),
+                )
+            )
+            pos += 2 + n
+    except (ValueError, KeyError, struct.error, UnicodeDecodeError) as exc:
+        raise _Bad("bad_metadata_record", f"TDR for {name} does not parse: {exc}") from exc
+    table = GGTable(name, columns, source="tdr")
+    state.tdrs[tdr_index] = table
+    state.tables[name] = table
+    return table
+
+
+def _image(
+    state: _Trail, table: GGTable, start: int, end: int, charset: str, opts
+) -> dict[str, str | None]:
+    """Decode column entries ``[u16 index][u16 length][bytes]`` into canonical text."""
+    data, u16 = state.data, state.u16.unpack_from
+    image: dict[str, str | None] = {}
+    pos = start
+    while pos < end:
+        if pos + 4 > end:
+            raise _Bad("bad_column_entry", f"column entry header overruns the data area at {pos}")
+        index, length = u16(data, pos)[0], u16(data, pos + 2)[0]
+        vs, ve = pos + 4, pos + 4 + length
+        if ve > end:
+            raise _Bad("bad_column_entry", f"column {index} entry overruns the data area")
+        if index >= len(table.columns):
+            raise _Bad(
+                "bad_column_index",
+                f"column index {index} ≥ {len(table.columns)} columns of {table.name}",
+            )
+        column = table.columns[index]
+        if column.name in image:
+            raise _Bad("duplicate_column", f"column {column.name} twice in one image")
+        if length < 2:
+            raise _Bad(
+                "bad_column_entry", f"column {column.name} entry shorter than its null indicator"
+            )
+        indicator = data[vs : vs + 2]
+        if indicator == b"\xff\xff":
+            if length != 2:
+                raise _Bad(
+                    "bad_null_indicator",
+                    f"column {column.name}: NULL with {length - 2} payload bytes",
+                )
+            image[column.name] = None
+        elif indicator == b"\x00\x00":
+            try:
+                image[column.name] = column_value(column, data[vs + 2 : ve], charset, opts)
+            except (ValueError, ArithmeticError, struct.error) as exc:
+                raise _Bad(
+                    "bad_value", f"column {column.name} (type {column.data_type}): {exc}"
+                ) from exc
+        else:
+            raise _Bad(
+                "bad_null_indicator", f"column {column.name}: bad null indicator {indicator.hex()}"
+            )
+        pos = ve
+    return image
+
+
+_INT_FORMATS = {130: ">h", 131: ">H", 132: ">i", 133: ">I", 134: ">q", 135: ">Q"}
+
+
+def column_value(column: GGColumn, payload: bytes, charset: str, opts: Mapping[str, Any]) -> str:
+    """Render one column payload (after the null indicator) as canonical text.
+
+    Types (formats/goldengate_trail.md, *Values*): 0/1 fixed CHAR; 64/65 VARCHAR (u16 length;
+    sub-type 2/3 number text, 4 binary, 1 UTF-16BE); 130–135 big-endian integers scaled by
+    ``scale``; 140/142 (4 bytes) and 141/143 (8 bytes) IEEE floats; 150–154 ASCII decimals with
+    the sign unsigned / leading / trailing (separate or embedded); 189 packed decimal; 191/192
+    DATETIME by MSDT/LSDT; 195–212 interval literals. Raises ValueError for a payload that does
+    not fit its type.
+    """
+    kind, overflow = column.data_type, opts.get("subsecond_overflow", "truncate")
+    if kind in (0, 1):
+        return payload.decode(charset)
+    if kind in (64, 65, 191):
+        if len(payload) < 2:
+            raise ValueError("VARCHAR payload without its length")
+        length = int.from_bytes(payload[:2], "big")
+        if length > len(payload) - 2:
+            raise ValueError(f"VARCHAR length {length} > {len(payload) - 2} bytes")
+        body = payload[2 : 2 + length]
+        if kind == 191:
+            return _datetime(column, body.decode("ascii"), overflow)
+        if column.sub_type in (2, 3, 27, 37):
+            return _number_text(body.decode("ascii"), opts)
+        if column.sub_type == 4:
+            return body.hex().upper()
+        if column.sub_type == 1:
+            return body.decode("utf-16-be")
+        return body.decode(charset)
+    if kind in _INT_FORMATS:
+        fmt = _INT_FORMATS[kind]
+        if len(payload) != struct.calcsize(fmt):
+            raise ValueError(f"{len(payload)} bytes for a {struct.calcsize(fmt)}-byte integer")
+        (value,) = struct.unpack(fmt, payload)
+        return canonical_decimal(Decimal(value).scaleb(-column.scale), column.scale)
+    if kind in (140, 141, 142, 143):
+        if len(payload) not in (4, 8):
+            raise ValueError(f"{len(payload)} bytes for a float")
+        (value,) = struct.unpack(">f" if len(payload) == 4 else ">d", payload)
+        return repr(float(value))
+    if kind in (150, 151, 152, 153, 154):
+        return canonical_decimal(
+            Decimal(_sign_text(kind, payload)).scaleb(-column.scale), column.scale
+        )
+    if kind == 189:
+        return canonical_decimal(_packed(payload).scaleb(-column.scale), column.scale)
+    if kind == 192:
+        return _datetime(column, payload.decode("ascii"), overflow)
+    if 195 <= kind <= 212:
+        return payload.decode("ascii").strip()
+    raise ValueError(f"unsupported GoldenGate data type {kind}")
+
+
+def _number_text(text: str, opts: Mapping[str, Any]) -> str:
+    """Oracle NUMBER carried as text: keep its digits, drop ``+``, expand an exponent."""
+    text = text.strip()
+    if opts.get("number_text_rendering") == "as_float":
+        return repr(float(text))
+    try:
+        number = Decimal(text)
+    except ArithmeticError as exc:
+        raise ValueError(f"{text!r} is not a number") from exc
+    if not number.is_finite():
+        raise ValueError(f"{text!r} is not a finite number")
+    return format(number, "f")
+
+
+def _sign_text(kind: int, payload: bytes) -> str:
+    """Digits of an ASCII decimal (150 unsigned, 151/152 leading sign, 153/154 trailing sign)."""
+    raw = bytearray(payload)
+    sign = ""
+    if kind == 151:
+        sign, raw = chr(raw[0]), raw[1:]
+    elif kind == 153:
+        sign, raw = chr(raw[-1]), raw[:-1]
+    elif kind in (152, 154) and raw:
+        at = 0 if kind == 152 else -1
+        if raw[at] & 0x80:
+            sign, raw[at] = "-", raw[at] & 0x7F
+    text = raw.decode("ascii").strip()
+    if sign not in ("", "+", "-") or not text.isdigit():
+        raise ValueError(f"{bytes(payload)!r} is not an ASCII decimal")
+    return ("-" if sign == "-" else "") + text
+
+
+def _packed(payload: bytes) -> Decimal:
+    """Packed decimal: two BCD digits a byte, the last nibble the sign (D/B negative)."""
+    nibbles = "".join(f"{b:02X}" for b in payload)
+    digits, sign = nibbles[:-1], nibbles[-1]
+    if not digits.isdigit() or sign not in "ABCDEF":
+        raise ValueError(f"{payload.hex()} is not packed decimal")
+    return Decimal(("-" if sign in "BD" else "") + digits)
+
+
+def _datetime(column: GGColumn, text: str, overflow: str) -> str:
+    """GoldenGate ``YYYY-MM-DD:HH:MI:SS[.f]`` by MSDT/LSDT: DATE, TIME or TIMESTAMP."""
+    text = text.strip()
+    if column.lsdt <= 2 and column.msdt == 0:
+        return canonical_date(text[:10])
+    if column.msdt >= 3:
+        return canonical_time(text, overflow)
+    return canonical_timestamp(text, overflow)

@@ -1,0 +1,829 @@
+"""Decoder for Hitachi HiRDB Datareplicator update-SQL files (feed format ``hirdb_update_sql``).
+
+The update-SQL output facility writes the changes it could not deliver to
+``SQLTXT_<server>_<destination>``: one SQL statement a line, committed transactions only, in
+commit order, appended to when the file exists. Every line starts with a ``/* stamp */``
+comment (the update time, or ``****-**-** **:**:**`` on event and COMMIT lines).
+
+Each line is tokenized (:func:`tokenize`) and parsed by a small recursive-descent parser
+(:class:`_Parser`) into one raw row: ``statement_type`` (INSERT, UPDATE, DELETE, PURGE, EVENT,
+COMMIT), the table, ``data`` (VALUES of an INSERT, SET of an UPDATE) and ``where_data`` (the
+WHERE clause's mapping-key values) as ``map<string,string>`` of canonical text. A placeholder
+(``*BLOB*``, ``*BINARY*``, ``*ADT*``, ``*MCOL*``) and a long column the SET leaves out are
+**absent** from the maps; ``NULL`` and ``col IS NULL`` are present with a null value.
+
+Transactions are not resolved here: the dbt staging model groups lines up to each ``COMMIT;``
+(across the appended tail of a file and across the files of one ``SQLTXT_`` stream), so a
+transaction whose COMMIT has not landed yet stays pending. Lines the decoder cannot read
+become rejects with their line number; the next line parses normally.
+
+Follows ``formats/hirdb_update_sql.md`` (built from ``seeds/hirdb_update_sql_file_ja.txt``,
+HiRDB Datareplicator Version 10 manual 9.8.2). No public sample file exists; the manual's
+output example is the real vector (tests/test_hirdb_update_sql.py).
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import re
+import zoneinfo
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from python_udfs.canonical import (
+    canonical_date,
+    canonical_decimal,
+    canonical_float,
+    canonical_integer,
+    canonical_time,
+    canonical_timestamp,
+    japanese_text_score,
+)
+from python_udfs.records import DecodeResult, MetadataColumn, Reject
+
+FORMAT = "hirdb_update_sql"
+
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "encoding": "auto",
+    "source_time_zone": "UTC",
+    "quote_escape": "doubled",
+    "where_image": "after",
+    "hex_fallback": "reject",
+    "placeholder_quoted": "bare_only",
+    "duplicate_transactions": "reject",
+    "purge_event_codes": [],
+    "identifier_case": "as_written",
+}
+#: Encodings tried, in order, by ``encoding: auto`` (formats/hirdb_update_sql.md, *options*).
+AUTO_ENCODINGS = ("utf-8", "euc_jp", "cp932")
+ENCODING_ALIASES = {"sjis": "cp932", "shift_jis": "cp932", "ujis": "euc_jp", "euc-jp": "euc_jp"}
+MASKED_STAMP = "****-**-** **:**:**"
+PLACEHOLDERS = ("*BLOB*", "*BINARY*", "*ADT*", "*MCOL*")
+FILE_NAME_RE = re.compile(r"^SQLTXT_")
+
+_INTEGER_TYPES = {"INTEGER", "INT", "SMALLINT", "BIGINT"}
+_DECIMAL_TYPES = {"DECIMAL", "DEC", "NUMERIC", "LARGE DECIMAL"}
+_FLOAT_TYPES = {"FLOAT", "SMALLFLT", "REAL", "DOUBLE PRECISION", "DOUBLE"}
+_TEXT_TYPES = {
+    "CHAR",
+    "CHARACTER",
+    "VARCHAR",
+    "CHAR VARYING",
+    "MCHAR",
+    "MVARCHAR",
+    "NCHAR",
+    "NVARCHAR",
+    "NCHAR VARYING",
+}
+_PLACEHOLDER_TYPES = {"BLOB", "BINARY", "SGMLTEXT", "FREEWORD", "XML", "ADT"}
+_INTERVAL_TYPES = {"INTERVAL YEAR TO DAY", "INTERVAL HOUR TO SECOND"}
+
+_STAMP_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ \t]+(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?")
+# One token: whitespace is skipped by the caller. Order matters: comments and prefixed strings
+# before bare words, numbers before punctuation.
+_TOKEN_RE = re.compile(
+    r"""
+    [ \t]*(?:
+    (?P<comment>/\*(?P<comment_body>.*?)\*/)
+  | (?P<qident>"(?:[^"]|"")*")
+  | (?P<pstring>[MmNnXx]'(?:[^']|'')*')
+  | (?P<string>'(?:[^']|'')*')
+  | (?P<number>[+-]?\d+(?:\.\d*)?(?:[Ee][+-]?\d+)?)
+  | (?P<placeholder>\*(?:BLOB|BINARY|ADT|MCOL)\*)
+  | (?P<word>[^\s"'(),.;=*/+-]+)
+  | (?P<punct>[(),.;=])
+    )
+    """,
+    re.VERBOSE,
+)
+_TRAILING_SPACE_RE = re.compile(r"[ \t]*")
+
+
+class HiRDBError(ValueError):
+    """A line that does not parse: ``reason`` code and message (becomes a reject)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class Token(NamedTuple):
+    """One lexical token.
+
+    ``kind`` (qident, string, pstring, number, placeholder, word, punct, comment), its ``text``
+    as written and its 0-based ``column`` in the body.
+    """
+
+    kind: str
+    text: str
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class Literal:
+    """A literal value as written.
+
+    ``kind`` is ``string``, ``mchar``, ``nchar``, ``hex``, ``number``, ``placeholder`` or
+    ``null``; ``text`` is the unescaped content (hex digits for ``hex``).
+    """
+
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One parsed statement line.
+
+    ``statement_type`` is INSERT, UPDATE, DELETE, PURGE, EVENT or COMMIT; ``schema`` and
+    ``table`` are the authorization identifier and table name (quotes removed, case kept);
+    ``columns`` and ``values`` the INSERT list or the SET assignments, ``where`` the WHERE
+    conditions as ``(column, Literal)`` (``IS NULL`` is a ``null`` literal); ``event_code``
+    the HDEEVENT number.
+    """
+
+    statement_type: str
+    schema: str | None = None
+    table: str | None = None
+    columns: tuple[str, ...] = ()
+    values: tuple[Literal, ...] = ()
+    where: tuple[tuple[str, Literal], ...] = ()
+    event_code: int | None = None
+
+
+def tokenize(body: str) -> list[Token]:
+    """Split a statement body into tokens.
+
+    Raise raise :class:`HiRDBError` on an unterminated literal or identifier, or a character
+    that starts no token.
+    """
+    tokens: list[Token] = []
+    append = tokens.append
+    pos = 0
+    for m in _TOKEN_RE.finditer(body):
+        if m.start() != pos:
+            _bad_character(body, pos)
+        kind = m.lastgroup
+        if kind == "comment_body":  # pragma: no cover - lastgroup names the outer group
+            kind = "comment"
+        start = m.start(kind)
+        append(Token(kind, m.group("comment_body") if kind == "comment" else m.group(kind), start))
+        pos = m.end()
+    pos = _TRAILING_SPACE_RE.match(body, pos).end()
+    if pos != len(body):
+        _bad_character(body, pos)
+    return tokens
+
+
+def _bad_character(body: str, pos: int) -> None:
+    pos = _TRAILING_SPACE_RE.match(body, pos).end()
+    char = body[pos]
+    if char in "'\"":
+        raise HiRDBError("unterminated_literal", f"unterminated {char} literal at column {pos + 1}")
+    if body.startswith("/*", pos):
+        raise HiRDBError("unparsable_sql", f"unterminated comment at column {pos + 1}")
+    raise HiRDBError("unparsable_sql", f"unexpected character {char!r} at column {pos + 1}")
+
+
+def _unquote(text: str, quote: str) -> str:
+    return text[1:-1].replace(quote * 2, quote)
+
+
+class _Parser:
+    """Recursive-descent parser of one statement body (grammar: formats/hirdb_update_sql.md)."""
+
+    def __init__(self, tokens: Sequence[Token], identifier_case: str) -> None:
+        self.tokens = tokens
+        self.i = 0
+        self.upper = identifier_case == "upper"
+
+    # -- token helpers --------------------------------------------------------------------
+    def peek(self) -> Token | None:
+        return self.tokens[self.i] if self.i < len(self.tokens) else None
+
+    def fail(self, expected: str) -> HiRDBError:
+        token = self.peek()
+        if token is None:
+            if expected == "';'":
+                return HiRDBError("unparsable_sql", "unparsable SQL: missing ';'")
+            return HiRDBError(
+                "unparsable_sql", f"unparsable SQL: expected {expected} at end of line"
+            )
+        return HiRDBError(
+            "unparsable_sql",
+            f"unparsable SQL: expected {expected} at column {token.column + 1}, found {token.text!r}",
+        )
+
+    def keyword(self, *words: str) -> str:
+        token = self.peek()
+        if token is None or token.kind != "word" or token.text.upper() not in words:
+            raise self.fail(" or ".join(words))
+        self.i += 1
+        return token.text.upper()
+
+    def at_keyword(self, word: str) -> bool:
+        token = self.peek()
+        return token is not None and token.kind == "word" and token.text.upper() == word
+
+    def punct(self, char: str) -> None:
+        token = self.peek()
+        if token is None or token.kind != "punct" or token.text != char:
+            raise self.fail(repr(char))
+        self.i += 1
+
+    def at_punct(self, char: str) -> bool:
+        token = self.peek()
+        return token is not None and token.kind == "punct" and token.text == char
+
+    # -- grammar --------------------------------------------------------------------------
+    def ident(self) -> str:
+        token = self.peek()
+        if token is None or token.kind not in ("qident", "word"):
+            raise self.fail("an identifier")
+        self.i += 1
+        if token.kind == "qident":
+            name = _unquote(token.text, '"')
+            if not name:
+                raise HiRDBError("unparsable_sql", f"empty identifier at column {token.column + 1}")
+            return name.upper() if self.upper else name
+        return token.text.upper()  # bare identifiers are case-insensitive in SQL
+
+    def table(self) -> tuple[str, str]:
+        first = self.ident()
+        self.punct(".")
+        return first, self.ident()
+
+    def value(self) -> Literal:
+        token = self.peek()
+        if token is None:
+            raise self.fail("a value")
+        self.i += 1
+        if token.kind == "string":
+            return Literal("string", _unquote(token.text, "'"))
+        if token.kind == "pstring":
+            prefix = token.text[0].upper()
+            body = _unquote(token.text[1:], "'")
+            if prefix == "X":
+                if len(body) % 2 or not all(c in "0123456789abcdefABCDEF" for c in body):
+                    raise HiRDBError("bad_literal", f"malformed hex literal {token.text!r}")
+                return Literal("hex", body.upper())
+            return Literal("mchar" if prefix == "M" else "nchar", body)
+        if token.kind == "number":
+            return Literal("number", token.text)
+        if token.kind == "placeholder":
+            return Literal("placeholder", token.text)
+        if token.kind == "word" and token.text.upper() == "NULL":
+            return Literal("null", "")
+        self.i -= 1
+        raise self.fail("a value")
+
+    def end(self) -> None:
+        self.punct(";")
+        if self.peek() is not None:
+            raise HiRDBError(
+                "unparsable_sql",
+                f"unparsable SQL: text after ';' at column {self.peek().column + 1}",
+            )
+
+    def conditions(self) -> tuple[tuple[str, Literal], ...]:
+        conds = []
+        while True:
+            column = self.ident()
+            if self.at_keyword("IS"):
+                self.keyword("IS")
+                self.keyword("NULL")
+                literal = Literal("null", "")
+            else:
+                self.punct("=")
+                literal = self.value()
+            conds.append((column, literal))
+            if not self.at_keyword("AND"):
+                return tuple(conds)
+            self.keyword("AND")
+
+    def statement(self) -> Statement:
+        token = self.peek()
+        if token is None:
+            raise HiRDBError("unparsable_sql", "unparsable SQL: no statement after the stamp")
+        if token.kind == "comment":
+            self.i += 1
+            words = token.text.split()
+            if len(words) != 2 or words[0].upper() != "HDEEVENT":
+                raise HiRDBError("unparsable_sql", f"unknown comment /*{token.text}*/")
+            if not words[1].isdigit():
+                raise HiRDBError("bad_event", f"HDEEVENT code {words[1]!r} is not an integer")
+            if self.peek() is not None:
+                raise HiRDBError("unparsable_sql", "unparsable SQL: text after the event comment")
+            return Statement("EVENT", event_code=int(words[1]))
+        verb = self.keyword("INSERT", "UPDATE", "DELETE", "PURGE", "COMMIT")
+        if verb == "COMMIT":
+            self.end()
+            return Statement("COMMIT")
+        if verb == "PURGE":
+            self.keyword("TABLE")
+            schema, table = self.table()
+            self.end()
+            return Statement("PURGE", schema, table)
+        if verb == "INSERT":
+            self.keyword("INTO")
+            schema, table = self.table()
+            self.punct("(")
+            columns = [self.ident()]
+            while self.at_punct(","):
+                self.punct(",")
+                columns.append(self.ident())
+            self.punct(")")
+            self.keyword("VALUES")
+            self.punct("(")
+            values = [self.value()]
+            while self.at_punct(","):
+                self.punct(",")
+                values.append(self.value())
+            self.punct(")")
+            self.end()
+            if len(columns) != len(values):
+                raise HiRDBError(
+                    "count_mismatch",
+                    f"column/value count mismatch ({len(columns)} columns, {len(values)} values)",
+                )
+            return Statement("INSERT", schema, table, tuple(columns), tuple(values))
+        if verb == "UPDATE":
+            schema, table = self.table()
+            self.keyword("SET")
+            columns, values = [], []
+            while True:
+                columns.append(self.ident())
+                self.punct("=")
+                values.append(self.value())
+                if not self.at_punct(","):
+                    break
+                self.punct(",")
+            self.keyword("WHERE")
+            where = self.conditions()
+            self.end()
+            return Statement("UPDATE", schema, table, tuple(columns), tuple(values), where)
+        self.keyword("FROM")
+        schema, table = self.table()
+        if self.peek() is None or self.at_punct(";"):
+            raise HiRDBError("unparsable_sql", "DELETE without WHERE")
+        self.keyword("WHERE")
+        where = self.conditions()
+        self.end()
+        return Statement("DELETE", schema, table, where=where)
+
+
+def parse_statement(body: str, identifier_case: str = "as_written") -> Statement:
+    """Parse one statement body (the text after the stamp); raise :class:`HiRDBError`."""
+    return _Parser(tokenize(body), identifier_case).statement()
+
+
+def split_stamp(line: str) -> tuple[str, str]:
+    """Split a line into its stamp text (inside ``/* */``, stripped) and the body.
+
+    Raises :class:`HiRDBError` (``invalid_stamp``) when the line does not start with a comment.
+    """
+    stripped = line.lstrip(" \t")
+    if not stripped.startswith("/*"):
+        raise HiRDBError("invalid_stamp", "line does not start with a /* stamp */ comment")
+    close = stripped.find("*/", 2)
+    if close < 0:
+        raise HiRDBError("invalid_stamp", "stamp comment is not closed")
+    return stripped[2:close].strip(" \t"), stripped[close + 2 :]
+
+
+def stamp_to_utc(stamp: str, zone: dt.tzinfo | None) -> str:
+    """Validate a ``YYYY-MM-DD HH:MM:SS[.f]`` stamp read in ``zone`` and render it in UTC.
+
+    Returns canonical timestamp text; raises :class:`HiRDBError` (``invalid_stamp``) for a
+    malformed or impossible date-time (``2024-02-31``).
+    """
+    match = _STAMP_RE.fullmatch(stamp)
+    if not match:
+        raise HiRDBError("invalid_stamp", f"invalid stamp {stamp!r}")
+    y, mo, d, hh, mi, ss, frac = match.groups()
+    try:
+        moment = dt.datetime(
+            int(y), int(mo), int(d), int(hh), int(mi), int(ss), int((frac or "0").ljust(6, "0"))
+        )
+    except ValueError as exc:
+        raise HiRDBError("invalid_stamp", f"invalid stamp {stamp!r}: {exc}") from exc
+    if zone is not None:
+        moment = moment.replace(tzinfo=zone)
+    return canonical_timestamp(moment)
+
+
+def _base_type(source_type: str) -> str:
+    return re.sub(r"\s*\(.*$", "", source_type.strip().upper())
+
+
+def typed_value(
+    literal: Literal, column: MetadataColumn | None, encoding: str, hex_fallback: str
+) -> str | None:
+    """Return the canonical text of one literal, or raise ValueError.
+
+    With a catalog ``column`` the literal must suit its ``source_type`` (formats/
+    hirdb_update_sql.md, *Values*); without one the literal's shape decides. The caller handles
+    placeholders (absent) before calling. ``encoding`` decodes ``X'…'`` character values.
+    """
+    if literal.kind == "null":
+        return None
+    kind = _base_type(column.source_type) if column is not None else None
+    if kind is None:  # literal-shape typing
+        if literal.kind == "number":
+            text = literal.text
+            if re.fullmatch(r"[+-]?\d+", text):
+                return canonical_integer(text)
+            if "e" in text.lower():
+                return canonical_float(text)
+            return text
+        return literal.text  # text as written; X'…' stays uppercase hex
+    if kind in _INTEGER_TYPES:
+        if literal.kind != "number":
+            raise ValueError(f"{literal.kind} literal for {kind}")
+        return canonical_integer(literal.text)
+    if kind in _DECIMAL_TYPES:
+        if literal.kind == "hex":
+            if hex_fallback == "decode_packed":
+                return canonical_decimal(
+                    packed_decimal(literal.text, column.scale or 0), column.scale or 0
+                )
+            raise ValueError(
+                "DECIMAL written in hex form (HiRDB could not convert the packed value)"
+            )
+        if literal.kind != "number" or "e" in literal.text.lower():
+            raise ValueError(f"{literal.kind} literal {literal.text!r} for {kind}")
+        return canonical_decimal(literal.text, column.scale or 0)
+    if kind in _FLOAT_TYPES:
+        if literal.kind != "number":
+            raise ValueError(f"{literal.kind} literal for {kind}")
+        return canonical_float(literal.text)
+    if kind in _INTERVAL_TYPES:
+        if literal.kind != "number" or not re.fullmatch(r"[+-]?\d+\.", literal.text):
+            raise ValueError(f"{literal.text!r} is not an interval literal (+digits.)")
+        return literal.text
+    if kind in _TEXT_TYPES:
+        if literal.kind == "hex":
+            return bytes.fromhex(literal.text).decode(encoding)
+        if literal.kind not in ("string", "mchar", "nchar"):
+            raise ValueError(f"{literal.kind} literal for {kind}")
+        return literal.text
+    if kind in ("DATE", "TIME", "TIMESTAMP"):
+        if literal.kind == "hex":
+            raise ValueError(
+                f"{kind} written in hex form (HiRDB could not convert the packed value)"
+            )
+        if literal.kind != "string":
+            raise ValueError(f"{literal.kind} literal for {kind}")
+        if kind == "DATE":
+            return canonical_date(literal.text)
+        if kind == "TIME":
+            return canonical_time(literal.text)
+        return canonical_timestamp(literal.text.replace("T", " "))
+    if kind in _PLACEHOLDER_TYPES:
+        raise ValueError(f"{kind} column with a value instead of its placeholder")
+    return literal.text
+
+
+def packed_decimal(hex_digits: str, scale: int) -> str:
+    """Read packed-decimal hex digits as decimal text.
+
+    Digit Read packed-decimal hex (digit nibbles, last nibble the sign: A C E F +, B D -) as
+    decimal text with ``scale`` fraction digits; raise ValueError for a bad nibble.
+    """
+    digits, sign = hex_digits[:-1], hex_digits[-1:].upper()
+    if not digits.isdigit() or sign not in "ABCDEF" or not sign:
+        raise ValueError(f"X'{hex_digits}' is not a packed decimal")
+    number = int(digits) * (-1 if sign in "BD" else 1)
+    text = str(abs(number)).rjust(scale + 1, "0")
+    whole, frac = (text[:-scale], text[-scale:]) if scale else (text, "")
+    return ("-" if number < 0 else "") + whole + ("." + frac if frac else "")
+
+
+def choose_encoding(lines: Sequence[bytes], option: str) -> tuple[str, list[str]]:
+    """Return the codec for a file's lines and warnings.
+
+    ``auto`` keeps those of UTF-8, EUC-JP, CP932 that decode every line strictly and takes the
+    one whose text looks most Japanese (:func:`python_udfs.canonical.japanese_text_score`; ties
+    keep that order). When none decodes every line, the one with the fewest undecodable lines
+    is used and a warning says so. Other values are codec names (``sjis`` means CP932, ``ujis``
+    EUC-JP).
+    """
+    option = ENCODING_ALIASES.get(str(option).lower(), str(option).lower())
+    if option != "auto":
+        return option, []
+    whole = b"\n".join(lines)
+    best, best_score = None, -1.0
+    for codec in AUTO_ENCODINGS:
+        try:
+            text = whole.decode(codec)
+        except UnicodeDecodeError:
+            continue
+        score = japanese_text_score(text)
+        if score > best_score:
+            best, best_score = codec, score
+    if best is not None:
+        return best, []
+
+    def failures(codec: str) -> int:
+        bad = 0
+        for line in lines:
+            try:
+                line.decode(codec)
+            except UnicodeDecodeError:
+                bad += 1
+        return bad
+
+    best = min(AUTO_ENCODINGS, key=failures)
+    return best, [f"no encoding decodes every line; using {best} (undecodable lines are rejected)"]
+
+
+def stream_of(file_name: str) -> str:
+    """Return the ``SQLTXT_<server>_<destination>`` stream of a file.
+
+    It is its base name up to the first ``.`` (a loader may land successive outputs as
+    ``SQLTXT_SV1_DST1.20240301T0900``).
+    """
+    base = file_name.replace("\\", "/").rsplit("/", 1)[-1]
+    return base.split(".", 1)[0]
+
+
+def decode_update_sql_file(
+    data: bytes,
+    *,
+    file_name: str,
+    catalog: Mapping[tuple[str, str], list[MetadataColumn]] | None = None,
+    options: Mapping[str, Any] | None = None,
+    start: int = 0,
+    start_index: int = 0,
+    final: bool = False,
+) -> DecodeResult:
+    """Decode the lines of an update-SQL file from byte ``start`` (a line start) into raw rows.
+
+    ``catalog`` maps ``(schema, table)`` to the seed's columns: when given, a statement for a
+    table or column not in it is rejected and literals are typed by column type; when None,
+    literals are typed by their shape (formats/hirdb_update_sql.md, *Values*). A last line without its newline is left for the
+    next run (``consumed_end`` stops before it) unless ``final``. Lines before ``start`` are
+    read again only to find repeated transactions (``duplicate_transactions: reject``).
+
+    Row keys: ``record_offset`` (byte offset of the line), ``record_index`` (1-based line
+    number), ``file_name``, ``stream``, ``line_length`` (bytes), ``update_time`` (the stamp as
+    written), ``update_time_utc`` (canonical UTC text, null when masked), ``stamp_masked``,
+    ``statement_type``, ``source_schema``, ``source_table``, ``event_code``, ``column_names``,
+    ``data``, ``where_data``, ``encoding``. Line numbers count from the file's start, so
+    ``start_index`` only documents the caller's view. Never raises for bad input.
+    """
+    opts = {**DEFAULT_OPTIONS, **(options or {})}
+    result = DecodeResult(consumed_end=start)
+    base_name = file_name.replace("\\", "/").rsplit("/", 1)[-1]
+    stream = stream_of(file_name)
+    zone_name = str(opts["source_time_zone"] or "UTC")
+    zone = None if zone_name.upper() == "UTC" else zoneinfo.ZoneInfo(zone_name)
+    purge_codes = {int(c) for c in opts["purge_event_codes"] or []}
+    # Split into physical lines (LF; a CR before it is dropped). Byte-level splitting is safe
+    # for UTF-8, EUC-JP and CP932: no multi-byte character contains 0x0A.
+    offsets: list[tuple[int, int]] = []  # (line start, end without the newline)
+    pos = 0
+    size = len(data)
+    while pos < size:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            if final:
+                offsets.append((pos, size))
+            break
+        offsets.append((pos, nl))
+        pos = nl + 1
+    raw_lines = [data[a:b].rstrip(b"\r") for a, b in offsets]
+    encoding, warnings = choose_encoding(raw_lines, opts["encoding"])
+    result.warnings.extend(warnings)
+    if opts["encoding"] == "auto":
+        result.warnings.append(f"encoding detected: {encoding}")
+    tables = {
+        key: (
+            {c.column_name: c for c in cols},
+            {c.column_name for c in cols if c.primary_key_position},
+        )
+        for key, cols in (catalog or {}).items()
+    }
+    seen_transactions: dict[tuple[bytes, ...], tuple[int, int]] = {}
+    current: list[int] = []  # line indexes (0-based) of the transaction read so far
+    held: list[dict[str, Any] | Reject] = []  # its emitted rows and rejects
+    empty_lines = 0
+    odd_stamps = collections.Counter()  # formats page, Bad input: accepted with a warning
+
+    def close_transaction() -> None:
+        """Close the transaction a COMMIT line (the last of ``current``) ends: emit or reject it."""
+        nonlocal held
+        key = tuple(raw_lines[i] for i in current)
+        first, last = current[0] + 1, current[-1] + 1
+        earlier = seen_transactions.get(key)
+        if earlier is None:
+            seen_transactions[key] = (first, last)
+        elif opts["duplicate_transactions"] == "reject" and offsets[current[0]][0] >= start:
+            held = [
+                Reject.of(
+                    data,
+                    offsets[i][0],
+                    min(offsets[i][1] + 1, size),
+                    i + 1,
+                    "duplicate_transaction",
+                    f"duplicate transaction (repeat of lines {earlier[0]}–{earlier[1]})",
+                )
+                for i in current
+            ]
+        release()
+        current.clear()
+
+    def release() -> None:
+        nonlocal held
+        for item in held:
+            (result.rejects if isinstance(item, Reject) else result.rows).append(item)
+        held = []
+
+    for i, (a, b) in enumerate(offsets):
+        line_no = i + 1
+        raw = raw_lines[i]
+        end = min(b + 1, size)
+        emit = a >= start
+        if not raw.strip(b" \t"):
+            empty_lines += emit
+            continue
+        current.append(i)
+        try:
+            text = raw.decode(encoding)
+        except UnicodeDecodeError as exc:
+            if emit:
+                held.append(
+                    Reject.of(
+                        data,
+                        a,
+                        end,
+                        line_no,
+                        "undecodable_bytes",
+                        f"undecodable bytes at column {exc.start + 1} in {encoding}",
+                    )
+                )
+            continue
+        if not emit:
+            # Already ingested: only the transaction boundaries matter (duplicate detection).
+            if _is_commit(text):
+                close_transaction()
+            continue
+        try:
+            row = _line_row(text, tables if catalog is not None else None, encoding, opts, zone)
+        except HiRDBError as exc:
+            held.append(Reject.of(data, a, end, line_no, exc.reason, str(exc)))
+            continue
+        if row["statement_type"] == "EVENT" and row["event_code"] in purge_codes:
+            held.append(
+                Reject.of(
+                    data,
+                    a,
+                    end,
+                    line_no,
+                    "table_wide_purge",
+                    f"HDEEVENT {row['event_code']} stands for a PURGE of a split table whose "
+                    "name the file does not give; purge the table by hand",
+                )
+            )
+            continue
+        row.update(
+            record_offset=a,
+            record_index=line_no,
+            line_length=end - a,
+            file_name=base_name,
+            stream=stream,
+            encoding=encoding,
+        )
+        held.append(row)
+        control = row["statement_type"] in ("COMMIT", "EVENT")
+        if row["stamp_masked"] != control:
+            odd_stamps["unmasked control" if control else "masked statement"] += 1
+        if row["statement_type"] == "COMMIT":
+            if len(current) == 1:
+                odd_stamps["empty transaction"] += 1
+            close_transaction()
+    # Lines after the last COMMIT are emitted as they are; dbt keeps them pending until a
+    # later COMMIT of the same stream lands (in the appended tail or the stream's next file).
+    release()
+    tail = [i for i in current if offsets[i][0] >= start]
+    if tail:
+        result.warnings.append(
+            f"incomplete transaction at lines {tail[0] + 1}–{tail[-1] + 1} (no COMMIT yet): pending"
+        )
+    for what, count in sorted(odd_stamps.items()):
+        result.warnings.append(
+            {
+                "masked statement": f"{count} statement line(s) with a masked stamp",
+                "unmasked control": f"{count} COMMIT/event line(s) with an unmasked stamp",
+                "empty transaction": f"{count} COMMIT line(s) with no statement before them",
+            }[what]
+        )
+    if empty_lines:
+        result.warnings.append(f"{empty_lines} empty line(s) skipped")
+    if offsets:
+        result.consumed_end = max(start, min(offsets[-1][1] + 1, size))
+    return result
+
+
+def _is_commit(text: str) -> bool:
+    try:
+        return split_stamp(text)[1].strip(" \t").upper().replace(" ", "") == "COMMIT;"
+    except HiRDBError:
+        return False
+
+
+def _line_row(
+    text: str,
+    tables: Mapping[tuple[str, str], tuple[Mapping[str, MetadataColumn], set[str]]] | None,
+    encoding: str,
+    opts: Mapping[str, Any],
+    zone: dt.tzinfo | None,
+) -> dict[str, Any]:
+    """Parse one decoded line into a raw row (without provenance); raise HiRDBError."""
+    stamp, body = split_stamp(text)
+    masked = stamp == MASKED_STAMP
+    statement = parse_statement(body, opts["identifier_case"])
+    update_time_utc = None if masked else stamp_to_utc(stamp, zone)
+    row: dict[str, Any] = {
+        "update_time": stamp,
+        "update_time_utc": update_time_utc,
+        "stamp_masked": masked,
+        "statement_type": statement.statement_type,
+        "source_schema": statement.schema,
+        "source_table": statement.table,
+        "event_code": statement.event_code,
+        "column_names": None,
+        "data": None,
+        "where_data": None,
+    }
+    if statement.table is None:
+        return row
+    columns, keys = None, set()
+    if tables is not None:
+        entry = tables.get((statement.schema, statement.table))
+        if entry is None:
+            raise HiRDBError(
+                "unknown_table",
+                f"table {statement.schema}.{statement.table} is not in the catalog seed "
+                "(seeds/cdc_columns.csv) for this feed; add its columns",
+            )
+        columns, keys = entry
+    if statement.statement_type == "PURGE":
+        return row
+    seen: set[str] = set()
+    data: dict[str, str | None] = {}
+    for name, literal in zip(statement.columns, statement.values, strict=True):
+        if name in seen:
+            raise HiRDBError("duplicate_column", f"column {name} named twice")
+        seen.add(name)
+        data_value = _column_value(name, literal, columns, encoding, opts, keys)
+        if data_value is not _ABSENT:
+            data[name] = data_value
+    where: dict[str, str | None] = {}
+    for name, literal in statement.where:
+        if literal.kind == "placeholder":
+            raise HiRDBError(
+                "placeholder_in_where", f"placeholder {literal.text} in WHERE ({name})"
+            )
+        where[name] = _column_value(name, literal, columns, encoding, opts, keys)
+    if statement.statement_type in ("INSERT", "UPDATE"):
+        row["data"] = data
+        row["column_names"] = list(statement.columns)
+    if statement.statement_type in ("UPDATE", "DELETE"):
+        row["where_data"] = where
+    return row
+
+
+_ABSENT = object()
+
+
+def _column_value(
+    name: str,
+    literal: Literal,
+    columns: Mapping[str, MetadataColumn] | None,
+    encoding: str,
+    opts: Mapping[str, Any],
+    keys: set[str],
+) -> Any:
+    column = None
+    if columns is not None:
+        column = columns.get(name)
+        if column is None:
+            raise HiRDBError(
+                "unknown_column", f"column {name} is not in the catalog for this table"
+            )
+    if literal.kind == "placeholder":
+        if name in keys:
+            raise HiRDBError(
+                "placeholder_in_key", f"placeholder {literal.text} in key column {name}"
+            )
+        return _ABSENT
+    if literal.kind == "string" and opts["placeholder_quoted"] == "accept_quoted":
+        if literal.text in PLACEHOLDERS:
+            return _ABSENT
+    try:
+        return typed_value(literal, column, encoding, opts["hex_fallback"])
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise HiRDBError("bad_value", f"column {name}: {exc}") from exc

@@ -1,0 +1,973 @@
+"""Decoder for Fujitsu Linkexpress ``lxextdb`` extract files (feed format ``linkexpress_extract``).
+
+An extract data storage file is a run of binary records. Nothing in the file says how it was
+written: the extraction definition's DIFFTYPE (OPEN / JNL), LOGTYPE (NORMAL / LITTLE), NULLIND,
+BYTESWAP and OUTCODE, and table or group unit, decide the layout:
+
+* **A** table unit with null indicators (also every table-unit full extract),
+  ``[len, LITTLE only] [op] {[null ind] [item]}…``;
+* **B** table unit without null indicators, ``[len, LITTLE only] [op] {[item]}…``;
+* **C** table unit, JNL: ``[len] [valid count] [op null ind 0000] [op] {[null ind] [item]}…``;
+* **D** group unit with null indicators: ``[len] [valid count] [extraction id] [0000] [op]
+  {[null ind] [item]}…``, commit ``[len] [1] [0000] [8000]``;
+* **E** group unit without: ``[len] [valid count] [extraction id] [op] {[item]}…``, commit
+  ``[len] [1] [8000]``.
+
+Options name the settings (``unit``, ``difftype``, ``logtype``, ``null_indicators``,
+``byteswap``, ``outcode``); ``auto`` values are settled on the first record, as
+formats/linkexpress_extract.md describes. Items follow the catalog seed's column types (CHAR,
+VARCHAR, NCHAR, NCHAR VARYING, SMALLINT, INTEGER, BIGINT, DECIMAL packed, NUMERIC zoned,
+REAL, DOUBLE PRECISION, DATE, TIME, TIMESTAMP).
+
+Each data or commit record becomes one raw row; ``data`` is the row image as
+``map<string,string>`` of canonical text (every column is present; NULL is a null value).
+Bad records become rejects with their byte offset: fixed-length files resynchronise at the next
+record boundary, length-prefixed ones at the next record length.
+
+Follows ``formats/linkexpress_extract.md`` (built from ``seeds/linkexpress_extract_file_ja.txt``,
+Linkexpress Replication option 説明書 6.14). No public sample files exist: the hand-built
+vectors in tests/test_linkexpress_extract.py follow the formats page's worked example.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import re
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from python_udfs.canonical import japanese_text_score
+from python_udfs.records import DecodeResult, MetadataColumn, Reject
+from python_udfs.records import RecordError as _Bad
+
+FORMAT = "linkexpress_extract"
+
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "unit": "table",  # table | group
+    "difftype": "open",  # open | jnl (table unit)
+    "logtype": "auto",  # auto | normal | little
+    "null_indicators": "auto",  # auto | yes | no
+    "byteswap": "auto",  # auto | no (big-endian) | yes (little-endian)
+    "outcode": "auto",  # auto | unicode | euc | sjis
+    "nchar_encoding": None,  # explicit codec for NCHAR items
+    "record_length_basis": "inclusive",  # inclusive | exclusive
+    "zoned_sign": "auto",
+    "empty_full_extract_as": "truncate",
+    "table_unit_transaction": "file",
+    "full_extract_tables": {},
+    "char_rtrim": False,
+}
+OP_FULL, OP_INSERT, OP_UPDATE, OP_DELETE, OP_EMPTY, OP_COMMIT = 0, 1, 2, 3, 0xFFFF, 0x8000
+OPERATIONS = {
+    OP_FULL: "FULL_EXTRACT",
+    OP_INSERT: "INSERT",
+    OP_UPDATE: "UPDATE",
+    OP_DELETE: "DELETE",
+    OP_EMPTY: "EMPTY_FULL_EXTRACT",
+    OP_COMMIT: "COMMIT",
+}
+#: OUTCODE → (codec of CHAR items, codec of NCHAR items; ``utf-16`` takes the byte order).
+OUTCODES = {"unicode": ("utf-8", "utf-16"), "euc": ("euc_jp", "euc_jp"), "sjis": ("cp932", "cp932")}
+_TABLE_FOLDER_RE = re.compile(r"^([^./]+)\.([^./]+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One data item's layout.
+
+    Column ``name``, base ``kind`` (``CHAR``, ``VARCHAR``, ``NCHAR``, ``NVARCHAR``,
+    ``SMALLINT``, ``INTEGER``, ``BIGINT``, ``DECIMAL``, ``NUMERIC``, ``REAL``, ``DOUBLE``,
+    ``DATE``, ``TIME``, ``TIMESTAMP``), ``n`` (length: bytes for CHAR/VARCHAR, characters for
+    NCHAR), ``precision`` and ``scale``.
+    """
+
+    name: str
+    kind: str
+    n: int
+    precision: int
+    scale: int
+
+    def normal_size(self) -> int:
+        """Bytes of the item in a NORMAL (fixed-length) record."""
+        k = self.kind
+        if k == "CHAR":
+            return self.n
+        if k == "VARCHAR":
+            return 2 + self.n
+        if k == "NCHAR":
+            return 2 * self.n
+        if k == "NVARCHAR":
+            return 2 + 2 * self.n
+        if k == "DECIMAL":
+            return self.precision // 2 + 1
+        if k == "NUMERIC":
+            return self.precision
+        return _FIXED_SIZES[k]
+
+
+_FIXED_SIZES = {
+    "SMALLINT": 2,
+    "INTEGER": 4,
+    "BIGINT": 8,
+    "REAL": 4,
+    "DOUBLE": 8,
+    "DATE": 4,
+    "TIME": 3,
+    "TIMESTAMP": 7,
+}
+_TYPE_ALIASES = {
+    "CHARACTER": "CHAR",
+    "CHAR VARYING": "VARCHAR",
+    "CHARACTER VARYING": "VARCHAR",
+    "NATIONAL CHARACTER": "NCHAR",
+    "NCHAR VARYING": "NVARCHAR",
+    "NATIONAL CHARACTER VARYING": "NVARCHAR",
+    "NVARCHAR": "NVARCHAR",
+    "INT": "INTEGER",
+    "DEC": "DECIMAL",
+    "FLOAT": "DOUBLE",
+    "DOUBLE PRECISION": "DOUBLE",
+}
+
+
+def item_layout(columns: Sequence[MetadataColumn]) -> list[Item]:
+    """Turn catalog columns (ordinal order) into item layouts.
+
+    ``length`` is bytes for CHAR/VARCHAR and characters for NCHAR / NCHAR VARYING;
+    ``precision``/``scale`` give DECIMAL and NUMERIC. Raises ValueError for a type this
+    decoder cannot lay out (INTERVAL types: ``interval_layout`` is undocumented).
+    """
+    items = []
+    for col in sorted(columns, key=lambda c: c.ordinal):
+        raw = re.sub(r"\s*\(.*$", "", col.source_type.strip().upper())
+        kind = _TYPE_ALIASES.get(raw, raw)
+        if kind not in ("CHAR", "VARCHAR", "NCHAR", "NVARCHAR", "DECIMAL", "NUMERIC") and (
+            kind not in _FIXED_SIZES
+        ):
+            raise ValueError(
+                f"column {col.column_name}: type {col.source_type!r} has no documented item layout"
+            )
+        n = col.length or 0
+        if kind in ("CHAR", "VARCHAR", "NCHAR", "NVARCHAR") and n <= 0:
+            raise ValueError(f"column {col.column_name}: {kind} needs a length")
+        if kind in ("DECIMAL", "NUMERIC") and not col.precision:
+            raise ValueError(f"column {col.column_name}: {kind} needs a precision")
+        items.append(Item(col.column_name, kind, n, col.precision or 0, col.scale or 0))
+    return items
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """A file's settled layout.
+
+    ``letter`` A–E, ``little`` (LITTLE log type), ``order`` (``>`` or ``<``),
+    ``null_indicators`` and the length ``basis`` (``inclusive`` counts the 4 length bytes).
+    """
+
+    letter: str
+    little: bool
+    order: str
+    null_indicators: bool
+    basis: str = "inclusive"
+
+    @property
+    def has_length(self) -> bool:
+        """Whether records start with a 4-byte record length."""
+        return self.letter in "CDE" or self.little
+
+    def describe(self) -> str:
+        """Describe the layout in words (for warnings)."""
+        order = "big-endian" if self.order == ">" else "little-endian"
+        return f"layout {self.letter}, {'LITTLE' if self.little else 'NORMAL'}, {order}"
+
+
+@dataclass(slots=True)
+class ParsedRecord:
+    """One record read structurally.
+
+    Offset offset/length (bytes), fields, and the items as raw values (``bytes`` for text items,
+    to be decoded once the OUTCODE is known).
+    """
+
+    offset: int
+    length: int
+    valid_count: int | None
+    extraction_id: int | None
+    operation: int
+    record_length: int | None
+    items: list[Any] | None
+
+
+def packed_text(raw: bytes, scale: int) -> str:
+    """Render a packed decimal as canonical text.
+
+    Packed decimal (digit nibbles, last nibble the sign: A C E F +, B D −) as canonical text
+    with ``scale`` fraction digits; raise ValueError for a nibble > 9 or a bad sign.
+    """
+    hexed = raw.hex()
+    digits, sign = hexed[:-1], hexed[-1]
+    if not digits.isdigit() or sign not in "abcdef":
+        raise ValueError(f"invalid packed digit or sign in {raw.hex().upper()}")
+    return _scaled(digits, sign in "bd", scale)
+
+
+def zoned_text(raw: bytes, scale: int, mode: str = "auto") -> str:
+    """Render a zoned decimal as canonical text.
+
+    Zoned decimal "zonei" (one ASCII digit a byte, sign in the last byte's high nibble) as
+    canonical text with ``scale`` fraction digits; raise ValueError for a non-digit byte.
+    """
+    if not raw:
+        raise ValueError("empty zoned item")
+    body, last = raw[:-1], raw[-1]
+    if any(b < 0x30 or b > 0x39 for b in body):
+        raise ValueError(f"zoned byte not a digit in {raw.hex().upper()}")
+    zone, digit = last >> 4, last & 0x0F
+    if digit > 9:
+        raise ValueError(f"zoned last byte {last:02X} is not a digit")
+    positive = {"auto": (0x3, 0x4, 0xA, 0xC, 0xE, 0xF), "ascii_unsigned": (0x3,)}.get(
+        mode, (0x3, 0x4, 0xA, 0xC, 0xE, 0xF)
+    )
+    negative = {"auto": (0x5, 0xB, 0xD), "ascii_unsigned": ()}.get(mode, (0x5, 0xB, 0xD))
+    if zone in positive:
+        neg = False
+    elif zone in negative:
+        neg = True
+    else:
+        raise ValueError(f"zoned sign nibble {zone:X} unknown")
+    return _scaled(body.decode("ascii") + str(digit), neg, scale)
+
+
+def _scaled(digits: str, negative: bool, scale: int) -> str:
+    value = int(digits)
+    text = str(value).rjust(scale + 1, "0")
+    whole, frac = (text[:-scale], text[-scale:]) if scale else (text, "")
+    sign = "-" if negative and value else ""
+    return sign + whole + ("." + frac if frac else "")
+
+
+def _date_text(year: int, month: int, day: int) -> str:
+    if year < 1:
+        raise ValueError(f"year {year} out of range")
+    return dt.date(year, month, day).isoformat()
+
+
+def _time_text(h: int, m: int, s: int) -> str:
+    return dt.time(h, m, s).isoformat()
+
+
+class _Reader:
+    """Reads the items of one record in a settled layout."""
+
+    def __init__(self, items: Sequence[Item], layout: Layout, zoned_sign: str) -> None:
+        self.items = items
+        self.layout = layout
+        o = layout.order
+        self.h = struct.Struct(o + "h")
+        self.H = struct.Struct(o + "H")
+        self.i = struct.Struct(o + "i")
+        self.q = struct.Struct(o + "q")
+        self.f = struct.Struct(o + "f")
+        self.d = struct.Struct(o + "d")
+        self.zoned_sign = zoned_sign
+        self.sizes = [item.normal_size() for item in items]
+
+    def read_items(self, data: bytes, pos: int, end: int) -> tuple[list[Any], int]:
+        """Read every item from ``pos``; return raw values and the position after them."""
+        values: list[Any] = []
+        nulls = self.layout.null_indicators
+        little = self.layout.little
+        for item, size in zip(self.items, self.sizes, strict=True):
+            is_null = False
+            if nulls:
+                if pos + 2 > end:
+                    raise _Bad(
+                        "layout_mismatch", f"record ends inside the null indicator of {item.name}"
+                    )
+                ind = self.H.unpack_from(data, pos)[0]
+                pos += 2
+                if ind == 0xFFFF:
+                    is_null = True
+                elif ind != 0:
+                    raise _Bad(
+                        "bad_null_indicator",
+                        f"null indicator {ind:04X} of {item.name} is not 0000/FFFF",
+                    )
+            value, pos = self.read_item(item, size, data, pos, end, little, is_null)
+            values.append(value)
+        return values, pos
+
+    def read_item(
+        self, item: Item, size: int, data: bytes, pos: int, end: int, little: bool, is_null: bool
+    ) -> tuple[Any, int]:
+        """Read one item at ``pos``; return its raw value and the position after it.
+
+        ``size`` is the item's NORMAL size in bytes (VARCHARs read their own length).
+        """
+        kind = item.kind
+        if kind in ("VARCHAR", "NVARCHAR"):
+            if pos + 2 > end:
+                raise _Bad("layout_mismatch", f"record ends inside the length of {item.name}")
+            count = self.H.unpack_from(data, pos)[0]
+            unit = 2 if kind == "NVARCHAR" else 1
+            if is_null and not little:  # NORMAL keeps a NULL item's size; its bytes are skipped
+                count = 0
+            if count > item.n:
+                raise _Bad(
+                    "bad_length", f"{item.name}: valid length {count} exceeds the declared {item.n}"
+                )
+            size = unit * (count if little else item.n)
+            start = pos + 2
+            pos = start + size
+            if pos > end:
+                raise _Bad("layout_mismatch", f"record ends inside {item.name}")
+            if is_null:
+                return None, pos
+            return (kind, data[start : start + unit * count]), pos
+        start, pos = pos, pos + size
+        if pos > end:
+            raise _Bad("layout_mismatch", f"record ends inside {item.name}")
+        if is_null:
+            return None, pos
+        try:
+            if kind in ("CHAR", "NCHAR"):
+                return (kind, data[start:pos]), pos
+            if kind == "SMALLINT":
+                return str(self.h.unpack_from(data, start)[0]), pos
+            if kind == "INTEGER":
+                return str(self.i.unpack_from(data, start)[0]), pos
+            if kind == "BIGINT":
+                return str(self.q.unpack_from(data, start)[0]), pos
+            if kind == "DECIMAL":
+                return packed_text(data[start:pos], item.scale), pos
+            if kind == "NUMERIC":
+                return zoned_text(data[start:pos], item.scale, self.zoned_sign), pos
+            if kind == "REAL":
+                return repr(float(self.f.unpack_from(data, start)[0])), pos
+            if kind == "DOUBLE":
+                return repr(self.d.unpack_from(data, start)[0]), pos
+            if kind in ("DATE", "TIMESTAMP"):
+                year = self.h.unpack_from(data, start)[0]
+                text = _date_text(year, data[start + 2], data[start + 3])
+                if kind == "TIMESTAMP":
+                    text += " " + _time_text(data[start + 4], data[start + 5], data[start + 6])
+                return text, pos
+            if kind == "TIME":
+                return _time_text(data[start], data[start + 1], data[start + 2]), pos
+        except ValueError as exc:
+            raise _Bad("bad_value", f"{item.name}: {exc}") from exc
+        raise _Bad("bad_value", f"{item.name}: type {kind} unsupported")  # pragma: no cover
+
+
+def _record_size(items: Sequence[Item], layout: Layout) -> int:
+    """Return the fixed record size of layouts A/B with NORMAL (op + items)."""
+    per_item = 2 if layout.null_indicators else 0
+    return 2 + sum(item.normal_size() + per_item for item in items)
+
+
+class _File:
+    """Reads records of one file in one layout (several tables in group unit)."""
+
+    def __init__(
+        self,
+        data: bytes,
+        layout: Layout,
+        tables: Mapping[int, tuple[tuple[str, str], list[Item]]],
+        file_items: list[Item] | None,
+        zoned_sign: str,
+    ) -> None:
+        self.data = data
+        self.layout = layout
+        self.readers = {k: _Reader(items, layout, zoned_sign) for k, (_t, items) in tables.items()}
+        self.file_reader = (
+            _Reader(file_items, layout, zoned_sign) if file_items is not None else None
+        )
+        self.file_items = file_items
+        self.tables = tables
+        o = layout.order
+        self.H = struct.Struct(o + "H")
+        self.i = struct.Struct(o + "i")
+        fixed = layout.letter in "AB" and not layout.little and file_items is not None
+        self._fixed = _record_size(file_items, layout) if fixed else None
+
+    def fixed_size(self) -> int | None:
+        """Return the record size of a fixed-length (NORMAL A/B) file, None otherwise."""
+        return self._fixed
+
+    def read(self, pos: int) -> ParsedRecord:
+        """Read the record at ``pos``; raise _Bad (with the record's end in ``.end`` when known)."""
+        data, layout = self.data, self.layout
+        size = len(data)
+        if layout.has_length:
+            if pos + 4 > size:
+                raise _Framing("truncated_record", f"truncated record length at offset {pos}", size)
+            length = self.i.unpack_from(data, pos)[0]
+            total = length + (4 if layout.basis == "exclusive" else 0)
+            minimum = 6 if layout.letter in "AB" else 8
+            if total < minimum or pos + total > size:
+                raise _Framing(
+                    "bad_record_length",
+                    f"record length {length} at offset {pos} is below the minimum or overruns the file",
+                    size,
+                )
+            end = pos + total
+            cursor = pos + 4
+        else:
+            fixed = self.fixed_size()
+            if size - pos >= 2 and self.H.unpack_from(data, pos)[0] == OP_EMPTY:
+                end = pos + 2
+            else:
+                assert fixed is not None
+                if pos + fixed > size:
+                    raise _Framing("truncated_record", f"truncated record at offset {pos}", size)
+                end = pos + fixed
+            length = None
+            cursor = pos
+        try:
+            return self._fields(pos, cursor, end, length)
+        except _Bad as bad:
+            raise _Framing(bad.reason, str(bad), end) from bad
+        except (struct.error, IndexError) as exc:
+            raise _Framing("layout_mismatch", f"record does not parse: {exc}", end) from exc
+
+    def _fields(self, pos: int, cursor: int, end: int, length: int | None) -> ParsedRecord:
+        data, layout, H = self.data, self.layout, self.H
+        letter = layout.letter
+        valid = ext_id = None
+        if letter in "CDE":
+            valid = H.unpack_from(data, cursor)[0]
+            cursor += 2
+            if letter in "DE" and valid == 1:  # commit record
+                if letter == "D":
+                    opnull = H.unpack_from(data, cursor)[0]
+                    cursor += 2
+                    if opnull != 0:
+                        raise _Bad(
+                            "bad_null_indicator",
+                            f"operation null indicator {opnull:04X} is not 0000",
+                        )
+                op = H.unpack_from(data, cursor)[0]
+                cursor += 2
+                if op != OP_COMMIT:
+                    raise _Bad("bad_valid_count", f"valid column count 1 with operation {op:04X}")
+                if cursor != end:
+                    raise _Bad("layout_mismatch", f"commit record of {end - pos} bytes")
+                return ParsedRecord(pos, end - pos, valid, None, op, length, None)
+            if letter in "DE":
+                ext_id = H.unpack_from(data, cursor)[0]
+                cursor += 2
+            if letter in "CD":
+                opnull = H.unpack_from(data, cursor)[0]
+                cursor += 2
+                if opnull != 0:
+                    raise _Bad(
+                        "bad_null_indicator", f"operation null indicator {opnull:04X} is not 0000"
+                    )
+        op = H.unpack_from(data, cursor)[0]
+        cursor += 2
+        if op not in OPERATIONS or op == OP_COMMIT:
+            where = "in a table-unit file" if op == OP_COMMIT else ""
+            raise _Bad("unknown_operation", f"unknown operation 0x{op:04X} {where}".strip())
+        if letter == "C" and op in (OP_FULL, OP_EMPTY):
+            raise _Bad("unknown_operation", f"operation 0x{op:04X} in a JNL record")
+        reader, items = self.file_reader, self.file_items
+        if letter in "DE" and ext_id:
+            entry = self.tables.get(ext_id)
+            if entry is None:
+                raise _Bad(
+                    "unknown_extraction_id",
+                    f"extraction id {ext_id} is not in the catalog (cdc_tables.csv table_identifier) or extraction_ids",
+                )
+            items, reader = entry[1], self.readers[ext_id]
+        if op == OP_EMPTY:
+            expected_valid = 2 if letter in "DE" else 1
+            if valid is not None and valid != expected_valid:
+                raise _Bad(
+                    "bad_valid_count", f"valid column count {valid}, expected {expected_valid}"
+                )
+            if cursor != end:
+                raise _Bad("layout_mismatch", "empty full extract record carries items")
+            return ParsedRecord(pos, end - pos, valid, ext_id, op, length, None)
+        if items is None or reader is None:
+            raise _Bad(
+                "unknown_table",
+                "full-extract record whose table is not configured (full_extract_tables or a <SCHEMA>.<TABLE> folder)",
+            )
+        if valid is not None:
+            expected_valid = len(items) + (2 if letter in "DE" else 1)
+            if valid != expected_valid:
+                raise _Bad(
+                    "bad_valid_count", f"valid column count {valid}, expected {expected_valid}"
+                )
+        values, cursor = reader.read_items(data, cursor, end)
+        if cursor != end:
+            raise _Bad(
+                "layout_mismatch",
+                f"items end at {cursor - pos} bytes, record is {end - pos} bytes (check null_indicators, logtype, catalog)",
+            )
+        return ParsedRecord(pos, end - pos, valid, ext_id, op, length, values)
+
+
+class _Framing(_Bad):
+    """A bad record whose end is known (``end``) or, for framing errors, the end of file."""
+
+    def __init__(self, reason: str, message: str, end: int) -> None:
+        super().__init__(reason, message)
+        self.end = end
+
+
+_INT_DTYPES = {"SMALLINT": "i2", "INTEGER": "i4", "BIGINT": "i8"}
+_FLOAT_DTYPES = {"REAL": "f4", "DOUBLE": "f8"}
+_ZONED_POSITIVE = {"auto": (0x3, 0x4, 0xA, 0xC, 0xE, 0xF), "ascii_unsigned": (0x3,)}
+_ZONED_NEGATIVE = {"auto": (0x5, 0xB, 0xD), "ascii_unsigned": ()}
+
+
+def read_fixed_records(
+    data: bytes, size: int, layout: Layout, items: Sequence[Item], zoned_sign: str
+) -> list[ParsedRecord | None]:
+    """Read the whole records of a fixed-length (NORMAL A/B) file column by column with numpy.
+
+    Returns one entry per whole record: a :class:`ParsedRecord` when every check passed, or
+    None when the record needs the record-by-record reader (which then reports the reject:
+    unknown operation, bad null indicator, bad packed or zoned digit, invalid date…). Values
+    are the same as that reader's.
+    """
+    n = len(data) // size
+    if n == 0:
+        return []
+    rows = np.frombuffer(data, dtype=np.uint8, count=n * size).reshape(n, size)
+    order = layout.order
+
+    def field(offset: int, width: int, dtype: str) -> np.ndarray:
+        return np.ascontiguousarray(rows[:, offset : offset + width]).view(order + dtype).ravel()
+
+    op = field(0, 2, "u2")
+    ok = op <= OP_DELETE
+    columns: list[list[Any]] = []
+    offset = 2
+    for item in items:
+        width = item.normal_size()
+        null = np.zeros(n, dtype=bool)
+        if layout.null_indicators:
+            indicator = field(offset, 2, "u2")
+            ok &= (indicator == 0) | (indicator == 0xFFFF)
+            null = indicator == 0xFFFF
+            offset += 2
+        block = rows[:, offset : offset + width]
+        kind = item.kind
+        valid = np.ones(n, dtype=bool)
+        if kind in _INT_DTYPES:
+            values = [str(v) for v in field(offset, width, _INT_DTYPES[kind]).tolist()]
+        elif kind in _FLOAT_DTYPES:
+            values = [repr(float(v)) for v in field(offset, width, _FLOAT_DTYPES[kind]).tolist()]
+        elif kind == "DECIMAL":
+            nibbles = np.stack([block >> 4, block & 0x0F], axis=2).reshape(n, 2 * width)
+            digits, sign = nibbles[:, :-1], nibbles[:, -1]
+            valid = (digits <= 9).all(axis=1) & (sign >= 0x0A)
+            negative = (sign == 0x0B) | (sign == 0x0D)
+            values = _digit_texts(digits, negative, item.scale)
+        elif kind == "NUMERIC":
+            zone, last = block[:, -1] >> 4, block[:, -1] & 0x0F
+            body = block[:, :-1]
+            positive = np.isin(zone, _ZONED_POSITIVE.get(zoned_sign, _ZONED_POSITIVE["auto"]))
+            negative = np.isin(zone, _ZONED_NEGATIVE.get(zoned_sign, _ZONED_NEGATIVE["auto"]))
+            valid = (
+                ((body >= 0x30) & (body <= 0x39)).all(axis=1) & (last <= 9) & (positive | negative)
+            )
+            digits = np.concatenate([body - 0x30, last[:, None]], axis=1)
+            values = _digit_texts(digits, negative, item.scale)
+        elif kind in ("CHAR", "NCHAR"):
+            values = [(kind, bytes(r)) for r in block]
+        elif kind in ("VARCHAR", "NVARCHAR"):
+            counts = field(offset, 2, "u2")
+            valid = counts <= item.n
+            unit = 2 if kind == "NVARCHAR" else 1
+            values = [
+                (kind, bytes(r[2 : 2 + unit * int(c)]))
+                for r, c in zip(block, counts.tolist(), strict=True)
+            ]
+        else:  # DATE, TIME, TIMESTAMP: validated value by value
+            values = []
+            for k, r in enumerate(block.tolist()):
+                try:
+                    if kind == "TIME":
+                        values.append(_time_text(*r))
+                        continue
+                    year = int.from_bytes(
+                        bytes(r[:2]), "big" if order == ">" else "little", signed=True
+                    )
+                    text = _date_text(year, r[2], r[3])
+                    values.append(text + " " + _time_text(*r[4:7]) if kind == "TIMESTAMP" else text)
+                except ValueError:
+                    values.append(None)
+                    valid[k] = False
+        ok &= null | valid
+        columns.append([None if z else v for z, v in zip(null.tolist(), values, strict=True)])
+        offset += width
+    out: list[ParsedRecord | None] = []
+    for k, (good, code, items_k) in enumerate(
+        zip(ok.tolist(), op.tolist(), zip(*columns, strict=True), strict=True)
+    ):
+        out.append(
+            ParsedRecord(k * size, size, None, None, code, None, list(items_k)) if good else None
+        )
+    return out
+
+
+def _digit_texts(digits: np.ndarray, negative: np.ndarray, scale: int) -> list[str]:
+    """Canonical decimal texts of rows of decimal digits (most significant first)."""
+    if digits.shape[1] <= 18:
+        powers = 10 ** np.arange(digits.shape[1] - 1, -1, -1, dtype=np.int64)
+        numbers = (digits.astype(np.int64) @ powers).tolist()
+        texts = [str(v) for v in numbers]
+    else:
+        texts = ["".join(map(str, row)) for row in digits.tolist()]
+    return [_scaled(t, neg, scale) for t, neg in zip(texts, negative.tolist(), strict=True)]
+
+
+def candidate_layouts(opts: Mapping[str, Any], full_extract_file: bool) -> list[Layout]:
+    """List the layouts to try on the first records, most likely first (from the options)."""
+    orders = {"no": [">"], "yes": ["<"], "big": [">"], "little": ["<"]}.get(
+        str(opts["byteswap"]).lower(), [">", "<"]
+    )
+    logtypes = {"normal": [False], "little": [True]}.get(
+        str(opts["logtype"]).lower(), [False, True]
+    )
+    nulls = {"yes": [True], "no": [False], True: [True], False: [False]}.get(
+        opts["null_indicators"]
+        if isinstance(opts["null_indicators"], bool)
+        else str(opts["null_indicators"]).lower(),
+        [True, False],
+    )
+    bases = [opts["record_length_basis"]] + (
+        ["exclusive"] if opts["record_length_basis"] == "inclusive" else []
+    )
+    out: list[Layout] = []
+    if opts["unit"] == "group":
+        for order in orders:
+            for little in logtypes:
+                for null in nulls:
+                    for basis in bases:
+                        out.append(Layout("D" if null else "E", little, order, null, basis))
+        return out
+    letters = ["C", "A"] if str(opts["difftype"]).lower() == "jnl" and not full_extract_file else []
+    for order in orders:
+        for little in logtypes:
+            for null in nulls:
+                for basis in bases:
+                    if "C" in letters:
+                        out.append(Layout("C", little, order, True, basis))
+                    if little or basis == bases[0]:
+                        out.append(Layout("A" if null else "B", little, order, null, basis))
+    return out
+
+
+def file_table_for(
+    relative_path: str, options: Mapping[str, Any], tables: Sequence[tuple[str, str]]
+) -> tuple[str, str] | None:
+    """Return the table a one-table file belongs to.
+
+    It is the first ``full_extract_tables`` glob that matches its name (or path) under the feed
+    folder, else its parent folder when named ``<SCHEMA>.<TABLE>`` after a catalog table; None
+    when neither says.
+    """
+    path = relative_path.replace("\\", "/")
+    name = path.rsplit("/", 1)[-1]
+    for pattern, table in (options.get("full_extract_tables") or {}).items():
+        if fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(path, pattern):
+            schema, _, tab = str(table).rpartition(".")
+            return schema, tab
+    parts = path.split("/")
+    if len(parts) >= 2:
+        match = _TABLE_FOLDER_RE.match(parts[-2])
+        if match and (match.group(1), match.group(2)) in set(tables):
+            return match.group(1), match.group(2)
+    return None
+
+
+def _codecs(outcode: str, order: str, nchar_encoding: str | None) -> tuple[str, str]:
+    char, nchar = OUTCODES[outcode]
+    if nchar == "utf-16":
+        nchar = "utf-16-be" if order == ">" else "utf-16-le"
+    return char, nchar_encoding or nchar
+
+
+def _text(value: tuple[str, bytes], char: str, nchar: str, rtrim: bool) -> str:
+    kind, raw = value
+    text = raw.decode(nchar if kind in ("NCHAR", "NVARCHAR") else char)
+    return text.rstrip(" \u3000") if rtrim and kind in ("CHAR", "NCHAR") else text
+
+
+def choose_outcode(records: Sequence[ParsedRecord], opts: Mapping[str, Any], order: str) -> str:
+    """Settle ``outcode: auto``.
+
+    Among unicode, euc and sjis, keep those whose codecs decode every text item of the first
+    1000 records strictly, and take the one whose text looks most Japanese
+    (:func:`python_udfs.canonical.japanese_text_score`; ties keep that order). NCHAR bytes
+    alone often decode in several codecs, which is what the score settles.
+    """
+    option = str(opts["outcode"]).lower()
+    if option != "auto":
+        if option not in OUTCODES:
+            raise ValueError(f"unknown outcode {option!r}")
+        return option
+    sample = [v for r in records[:1000] if r.items for v in r.items if isinstance(v, tuple)]
+    best, best_score = "unicode", -1.0
+    for outcode in OUTCODES:
+        char, nchar = _codecs(outcode, order, opts.get("nchar_encoding"))
+        try:
+            text = "".join(_text(value, char, nchar, False) for value in sample)
+        except UnicodeDecodeError:
+            continue
+        score = japanese_text_score(text)
+        if score > best_score:
+            best, best_score = outcode, score
+    return best
+
+
+def decode_extract_file(
+    data: bytes,
+    *,
+    file_name: str,
+    catalog: Mapping[tuple[str, str], list[MetadataColumn]],
+    extraction_ids: Mapping[int, tuple[str, str]] | None = None,
+    file_table: tuple[str, str] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> DecodeResult:
+    """Decode one extract file into raw rows and rejects.
+
+    ``catalog`` maps ``(schema, table)`` to the seed's columns (the item layout);
+    ``extraction_ids`` maps group-unit extraction ids to tables; ``file_table`` is the table
+    of a one-table file (every table-unit file; a group-unit full extract), see
+    :func:`file_table_for`. Raises nothing for bad input; configuration mistakes (a catalog type
+    without a layout) become file-level rejects naming the fix.
+
+    Row keys: ``record_offset`` (bytes), ``record_index`` (1-based), ``file_name``,
+    ``layout`` (A–E), ``logtype``, ``byte_order``, ``record_length``,
+    ``valid_column_count``, ``extraction_id``, ``operation_code``, ``operation_name``,
+    ``source_schema``, ``source_table``, ``is_full_extract``, ``transaction_id`` and
+    ``is_transaction_end`` (set for one-table files, which are one transaction each; null in
+    group differential files, where dbt reads the commit records), ``outcode``,
+    ``column_names``, ``data``.
+    """
+    opts = {**DEFAULT_OPTIONS, **(options or {})}
+    result = DecodeResult(consumed_end=len(data))
+    base = file_name.replace("\\", "/").rsplit("/", 1)[-1]
+    group = opts["unit"] == "group"
+    try:
+        tables: dict[int, tuple[tuple[str, str], list[Item]]] = {}
+        if group:
+            for ext_id, table in (extraction_ids or {}).items():
+                if table in catalog:
+                    tables[int(ext_id)] = (table, item_layout(catalog[table]))
+        file_items = None
+        if file_table is not None:
+            if file_table not in catalog:
+                raise ValueError(
+                    f"table {'.'.join(file_table)} has no columns in seeds/cdc_columns.csv"
+                )
+            file_items = item_layout(catalog[file_table])
+    except ValueError as exc:
+        result.rejects.append(
+            Reject.of(data, 0, len(data), 0, "catalog_error", f"{exc}; fix the catalog seed")
+        )
+        return result
+    if not data:
+        return result
+    if not group and file_items is None:
+        result.rejects.append(
+            Reject.of(
+                data,
+                0,
+                len(data),
+                0,
+                "unknown_table",
+                "table-unit file whose table is not configured: put it in a <SCHEMA>.<TABLE> "
+                "folder or map its name in options.full_extract_tables",
+            )
+        )
+        return result
+    layout = _settle_layout(data, opts, tables, file_items, group and file_table is not None)
+    if any(opts[k] == "auto" for k in ("byteswap", "logtype", "null_indicators")):
+        result.warnings.append(f"detected {layout.describe()}")
+    reader = _File(data, layout, tables, file_items, str(opts["zoned_sign"]))
+    parsed: list[tuple[int, ParsedRecord | Reject]] = []
+    pos, index = 0, 0
+    fixed = reader.fixed_size()
+    fast: dict[int, ParsedRecord] = {}  # fixed-length files: records read by numpy, by offset
+    if fixed is not None and data[:2] != b"\xff\xff":
+        records = read_fixed_records(data, fixed, layout, file_items, str(opts["zoned_sign"]))
+        fast = {r.offset: r for r in records if r is not None}
+    while pos < len(data):
+        index += 1
+        if pos in fast:
+            parsed.append((index, fast[pos]))
+            pos += fixed
+            continue
+        try:
+            record = reader.read(pos)
+        except _Framing as bad:
+            parsed.append((index, Reject.of(data, pos, bad.end, index, bad.reason, str(bad))))
+            pos = bad.end
+            continue
+        parsed.append((index, record))
+        pos = record.offset + record.length
+    records = [r for _, r in parsed if isinstance(r, ParsedRecord)]
+    try:
+        outcode = choose_outcode(records, opts, layout.order)
+    except ValueError as exc:
+        result.rejects.append(Reject.of(data, 0, len(data), 0, "bad_option", str(exc)))
+        return result
+    if str(opts["outcode"]).lower() == "auto":
+        result.warnings.append(f"outcode detected: {outcode}")
+    char, nchar = _codecs(outcode, layout.order, opts.get("nchar_encoding"))
+    has_rows = any(r.operation in (OP_FULL, OP_INSERT, OP_UPDATE, OP_DELETE) for r in records)
+    one_table = file_table is not None and (
+        not group or all((r.extraction_id or 0) == 0 for r in records)
+    )
+    rows: list[dict[str, Any]] = []
+    for index, record in parsed:
+        if isinstance(record, Reject):
+            result.rejects.append(record)
+            continue
+        try:
+            row = _row(
+                record,
+                index,
+                base,
+                layout,
+                outcode,
+                char,
+                nchar,
+                opts,
+                tables,
+                file_table,
+                file_items,
+            )
+        except _Bad as bad:
+            result.rejects.append(
+                Reject.of(
+                    data, record.offset, record.offset + record.length, index, bad.reason, str(bad)
+                )
+            )
+            continue
+        if record.operation == OP_EMPTY and has_rows:
+            result.rejects.append(
+                Reject.of(
+                    data,
+                    record.offset,
+                    record.offset + record.length,
+                    index,
+                    "empty_marker_among_rows",
+                    "empty-extract marker among rows",
+                )
+            )
+            continue
+        rows.append(row)
+    if one_table and rows and opts["table_unit_transaction"] == "file":
+        changes = [r for r in rows if r["operation_code"] != OP_COMMIT]
+        last = max((r["record_index"] for r in rows), default=0)
+        for row in rows:
+            row["transaction_id"] = f"{base}:{last:012d}"
+            row["is_transaction_end"] = row is (changes[-1] if changes else rows[-1])
+    result.rows = rows
+    return result
+
+
+def _settle_layout(
+    data: bytes,
+    opts: Mapping[str, Any],
+    tables: Mapping[int, tuple[tuple[str, str], list[Item]]],
+    file_items: list[Item] | None,
+    full_extract_file: bool,
+    probe: int = 50,
+) -> Layout:
+    """Settle the ``auto`` layout options.
+
+    The candidate the candidate layout that reads the most of the first ``probe`` records wins
+    (ties keep the options' preferred order: big-endian, NORMAL, with null indicators). When
+    none reads anything, the first candidate is used and the records become rejects.
+    """
+    candidates = candidate_layouts(opts, full_extract_file)
+    best, best_score = candidates[0], 0
+    for layout in candidates:
+        reader = _File(data, layout, tables, file_items, str(opts["zoned_sign"]))
+        pos = score = 0
+        for _ in range(probe):
+            if pos >= len(data):
+                break
+            try:
+                record = reader.read(pos)
+            except _Bad:
+                break
+            score += 1
+            pos = record.offset + record.length
+        if score > best_score:
+            best, best_score = layout, score
+        if pos >= len(data) and score:
+            break  # this layout reads the whole (short) file
+    return best
+
+
+def _row(
+    record: ParsedRecord,
+    index: int,
+    base: str,
+    layout: Layout,
+    outcode: str,
+    char: str,
+    nchar: str,
+    opts: Mapping[str, Any],
+    tables: Mapping[int, tuple[tuple[str, str], list[Item]]],
+    file_table: tuple[str, str] | None,
+    file_items: list[Item] | None,
+) -> dict[str, Any]:
+    op = record.operation
+    schema = table = None
+    names: list[str] | None = None
+    items = None
+    if op != OP_COMMIT:
+        if record.extraction_id:
+            (schema, table), items = tables[record.extraction_id]
+        elif file_table is not None:
+            (schema, table), items = file_table, file_items
+    data_map = None
+    if record.items is not None and items is not None:
+        names = [i.name for i in items]
+        data_map = {}
+        rtrim = bool(opts["char_rtrim"])
+        for item, value in zip(items, record.items, strict=True):
+            if isinstance(value, tuple):
+                try:
+                    value = _text(value, char, nchar, rtrim)
+                except UnicodeDecodeError as exc:
+                    raise _Bad(
+                        "undecodable_bytes", f"undecodable bytes in column {item.name} ({outcode})"
+                    ) from exc
+            data_map[item.name] = value
+    return {
+        "record_offset": record.offset,
+        "record_index": index,
+        "file_name": base,
+        "layout": layout.letter,
+        "logtype": "LITTLE" if layout.little else "NORMAL",
+        "byte_order": "big" if layout.order == ">" else "little",
+        "record_length": record.record_length,
+        "valid_column_count": record.valid_count,
+        "extraction_id": record.extraction_id,
+        "operation_code": op,
+        "operation_name": OPERATIONS[op],
+        "source_schema": schema,
+        "source_table": table,
+        "is_full_extract": op in (OP_FULL, OP_EMPTY),
+        "transaction_id": None,
+        "is_transaction_end": None,
+        "outcode": outcode,
+        "column_names": names,
+        "data": data_map,
+    }

@@ -1,0 +1,646 @@
+"""Decoder for Qlik Replicate change tables and full-load files (feed format ``qlik_change_tables``).
+
+Reads one file of a Qlik Replicate file-type target: a change-table file
+``<schema>.<table>__ct/YYYYMMDD-HHMMSSmmm.csv`` (or ``.csv.gz``, ``.parquet``) with its ``.dfm``
+sidecar, or a full-load file ``<schema>.<table>/LOAD00000001.csv``. Without a ``.dfm`` the
+column list comes from the CSV header row and the types from the catalog seed.
+
+It reports what the file says, one raw row per record: the ``header__`` columns as text, the
+data columns as a ``map<string,string>`` of canonical text, and the column names in ordinal
+order so that the dbt macro ``qlik_mask_bit`` can decode ``header__change_mask``. Pairing of
+before images with their UPDATE happens in dbt (the vendor's self-join on ``change_seq``).
+
+Follows ``formats/qlik_change_tables.md`` (translated from ``seeds/qlik_change_tables_ja.txt``)
+and the real sample ``samples/qlik_ct/EDW.SAMPLE__ct/20211201-122433444.csv`` + ``.dfm``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from python_udfs.canonical import (
+    canonical_qlik_value,
+    canonical_timestamp,
+    mask_set_bits,
+    normalize_mask_hex,
+)
+from python_udfs.records import DecodeResult, MetadataColumn, Reject
+
+FORMAT = "qlik_change_tables"
+
+#: Default options; every key may be overridden per feed in ``dbt_project.yml``.
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "mask_bit_order": "lsb_last_hex",
+    "header_prefix": "header__",
+    "ct_suffix": "__ct",
+    "truncate_oper_code": None,
+    "load_position": "zeros",
+    "update_unmasked_columns": "trust_values",
+    "unmatched_before_image": "reject",
+    "subsecond_overflow": "truncate",
+    "encoding": "utf-8",
+    "csv_header_row": "auto",
+    "field_delimiter": ",",
+    "record_delimiter": "\n",
+    "null_value": "",
+    "quote_char": '"',
+    "escape_char": "",
+}
+
+#: The default set of header columns, in order (a task may configure fewer).
+DEFAULT_HEADER_FIELDS = (
+    "change_seq",
+    "change_oper",
+    "change_mask",
+    "stream_position",
+    "operation",
+    "transaction_id",
+    "timestamp",
+)
+#: Every header column the decoder knows: the defaults plus ``partition_name``.
+HEADER_FIELDS = (*DEFAULT_HEADER_FIELDS, "partition_name")
+_OPERATIONS = {"I": "INSERT", "U": "UPDATE", "D": "DELETE", "B": "BEFOREIMAGE"}
+_CHANGE_SEQ_RE = re.compile(r"\d{35}")
+_LOAD_NAME_RE = re.compile(r"LOAD(?:_\d+)?_?\d+\.", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class CsvDialect:
+    """Delimited-text settings of one file (``.dfm`` ``formatInfo.options`` or feed options)."""
+
+    field_delimiter: bytes
+    record_delimiter: bytes
+    quote_char: bytes
+    escape_char: bytes
+    null_value: str
+
+
+def parse_dfm(text: str) -> tuple[dict[str, Any], list[MetadataColumn]]:
+    """Parse a ``.dfm`` metadata sidecar (JSON, ``dfmVersion`` 1.1).
+
+    Returns the dialect/format part (``formatInfo``, ``fileInfo``, table names) as a dict and
+    the columns ordered by ``ordinal`` (header columns included). Raises ValueError when the
+    text is not a ``.dfm`` (not JSON, no ``dataInfo.columns``).
+    """
+    try:
+        doc = json.loads(text)
+        info = doc["dataInfo"]
+        columns = sorted(info["columns"], key=lambda c: int(c["ordinal"]))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"not a .dfm metadata file: {exc}") from exc
+    schema, table = info.get("sourceSchema") or "", info.get("sourceTable") or ""
+    meta = [
+        MetadataColumn(
+            source_schema=schema,
+            source_table=table,
+            table_version=info.get("tableVersion"),
+            column_name=c["name"],
+            ordinal=int(c["ordinal"]),
+            source_type=str(c.get("type") or "STRING"),
+            length=c.get("length"),
+            precision=c.get("precision"),
+            scale=c.get("scale"),
+            primary_key_position=int(c.get("primaryKeyPos") or 0),
+            nullable=c.get("nullable"),
+            metadata_source="dfm",
+        )
+        for c in columns
+    ]
+    return doc, meta
+
+
+def table_from_path(file_name: str, ct_suffix: str) -> tuple[str, str, bool]:
+    """Return ``(schema, table, is_full_load)`` from a landing path's folder and file name.
+
+    ``EDW.SAMPLE__ct/20211201-122433444.csv`` → ``("EDW", "SAMPLE", False)``;
+    ``EDW.SAMPLE/LOAD00000001.csv`` → ``("EDW", "SAMPLE", True)``. Partition folders
+    (``<start>_<end>``) between the table folder and the file are skipped.
+    """
+    parts = file_name.replace("\\", "/").split("/")
+    base = parts[-1]
+    folder = next(
+        (
+            p
+            for p in reversed(parts[:-1])
+            if "." in p and not re.fullmatch(r"\d{8}T\d{6}_\d{8}T\d{6}", p)
+        ),
+        parts[-2] if len(parts) > 1 else "",
+    )
+    if ct_suffix and folder.endswith(ct_suffix):
+        folder = folder[: -len(ct_suffix)]
+    schema, _, table = folder.partition(".")
+    if not table:
+        schema, table = "", folder
+    return schema, table, bool(_LOAD_NAME_RE.match(base))
+
+
+def _field_regex(d: CsvDialect) -> re.Pattern[bytes]:
+    """Compile the regex matching one field (quoted or bare) and the delimiter after it."""
+    q, fd, rd = re.escape(d.quote_char), re.escape(d.field_delimiter), re.escape(d.record_delimiter)
+    if d.escape_char:
+        e = re.escape(d.escape_char)
+        quoted = rb"(?:[^" + q + e + rb"]|" + e + rb".|" + q + q + rb")*"
+    else:
+        quoted = rb"(?:[^" + q + rb"]|" + q + q + rb")*"
+    bare = rb"(?:(?!" + fd + rb"|" + rd + rb")[^" + q + rb"])*"
+    return re.compile(
+        rb"(?:"
+        + q
+        + rb"("
+        + quoted
+        + rb")"
+        + q
+        + rb"|("
+        + bare
+        + rb"))("
+        + fd
+        + rb"|"
+        + rd
+        + rb"|\Z)",
+        re.DOTALL,
+    )
+
+
+def split_records(data: bytes, d: CsvDialect):
+    """Yield ``(offset, end, fields | None, error)`` for each record of a delimited file.
+
+    ``fields`` is a list of ``(raw_bytes, was_quoted)``; on a syntax error it is ``None`` and
+    ``error`` names the problem; the generator then resynchronises at the next record
+    delimiter (an unterminated quote rejects to the end of the file). Offsets are bytes.
+    """
+    pattern = _field_regex(d)
+    q, rd = d.quote_char, d.record_delimiter
+    pos, size = 0, len(data)
+    while pos < size:
+        start, fields = pos, []
+        while True:
+            match = pattern.match(data, pos)
+            if match is None:
+                if data.startswith(q, pos) and data.count(q, pos) % 2 == 1:
+                    yield start, size, None, "unterminated quoted field (truncated record)"
+                    return
+                nxt = data.find(rd, pos)
+                end = size if nxt == -1 else nxt + len(rd)
+                yield (
+                    start,
+                    end,
+                    None,
+                    "quote character inside a bare field or after a quoted field",
+                )
+                pos = end
+                break
+            quoted, bare, delim = match.groups()
+            if quoted is not None:
+                value = quoted.replace(q + q, q)
+                if d.escape_char:
+                    value = re.sub(
+                        re.escape(d.escape_char) + b"(.)", rb"\1", value, flags=re.DOTALL
+                    )
+                fields.append((value, True))
+            else:
+                fields.append((bare, False))
+            pos = match.end()
+            if delim != d.field_delimiter:
+                if delim == b"" and pos == start:
+                    return
+                yield start, pos, fields, None
+                break
+
+
+def _dialect(options: Mapping[str, Any], dfm: Mapping[str, Any] | None) -> CsvDialect:
+    fmt = ((dfm or {}).get("formatInfo") or {}).get("options") or {}
+
+    def pick(dfm_key: str, opt_key: str) -> str:
+        value = fmt.get(dfm_key)
+        return options[opt_key] if value is None else value
+
+    return CsvDialect(
+        field_delimiter=pick("fieldDelimiter", "field_delimiter").encode(),
+        record_delimiter=pick("recordDelimiter", "record_delimiter").encode(),
+        quote_char=(pick("quoteChar", "quote_char") or '"').encode(),
+        escape_char=(pick("escapeChar", "escape_char") or "").encode(),
+        null_value=pick("nullValue", "null_value"),
+    )
+
+
+def decode_change_table_file(
+    data: bytes,
+    *,
+    file_name: str,
+    sidecar: str | None = None,
+    catalog: Mapping[tuple[str, str], list[MetadataColumn]] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> DecodeResult:
+    """Decode one change-table or full-load file into raw rows and rejects.
+
+    ``data`` is the whole file (bytes; ``.gz`` is gunzipped first, offsets then count
+    uncompressed bytes). ``file_name`` is the path below the feed's landing folder; its folder
+    names the table. ``sidecar`` is the ``.dfm`` text when the file has one; ``catalog`` maps
+    ``(schema, table)`` to the catalog seed's columns (used for the types, and for the column
+    list when there is neither ``.dfm`` nor header row). ``options`` override
+    :data:`DEFAULT_OPTIONS`.
+
+    Each row holds ``record_offset`` (bytes), ``record_index`` (1-based data record number),
+    ``source_schema``, ``source_table``, ``table_version``, ``file_kind`` (``change_table`` or
+    ``full_load``), ``header__*`` text (null when the file has no such column), ``column_names``
+    (every column in ordinal order), ``header_column_count`` and ``data`` (data column →
+    canonical text). Never raises for bad input: every record that fails becomes a
+    :class:`~python_udfs.records.Reject` (see *Bad input* in formats/qlik_change_tables.md).
+    """
+    opts = {**DEFAULT_OPTIONS, **(options or {})}
+    result = DecodeResult(consumed_end=len(data))
+    schema, table, is_load = table_from_path(file_name, opts["ct_suffix"])
+
+    def reject_file(reason: str, message: str) -> DecodeResult:
+        result.rows.clear()
+        result.rejects[:] = [Reject.of(data, 0, len(data), 0, reason, message)]
+        return result
+
+    dfm: dict[str, Any] | None = None
+    columns: list[MetadataColumn] | None = None
+    if sidecar is not None:
+        try:
+            dfm, columns = parse_dfm(sidecar)
+        except ValueError as exc:
+            return reject_file("bad_metadata_file", f"{file_name}.dfm: {exc}")
+        info = dfm["dataInfo"]
+        schema = info.get("sourceSchema") or schema
+        table = info.get("sourceTable") or table
+        result.metadata.extend(columns)
+    catalog_columns = (catalog or {}).get((schema, table))
+    if file_name.endswith(".gz"):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            return reject_file("bad_gzip", f"cannot gunzip: {exc}")
+        result.consumed_end = len(data)
+    if file_name.removesuffix(".gz").lower().endswith(".parquet"):
+        return _decode_parquet(data, result, schema, table, is_load, columns, catalog_columns, opts)
+
+    dialect = _dialect(opts, dfm)
+    records = split_records(data, dialect)
+    header_names: list[str] | None = None
+    mode = opts["csv_header_row"]
+    first = next(records, None)
+    pending_first = first
+    if first is not None and first[2] is not None and mode in ("auto", "present"):
+        try:
+            names = [f[0].decode(opts["encoding"]) for f in first[2]]
+        except UnicodeDecodeError:
+            names = []
+        if columns is not None:
+            expected = [c.column_name for c in columns]
+        else:
+            expected = [
+                c.column_name for c in sorted(catalog_columns or [], key=lambda c: c.ordinal)
+            ]
+        looks_like_header = names == expected or (
+            columns is None
+            and (
+                (bool(expected) and set(expected) <= set(names))
+                or any(n.startswith(opts["header_prefix"]) for n in names)
+            )
+        )
+        if mode == "present" or looks_like_header:
+            if columns is not None and names != expected:
+                return reject_file(
+                    "header_metadata_mismatch", "header row differs from .dfm columns"
+                )
+            header_names, pending_first = names, None
+    if columns is None:
+        ordered = sorted(catalog_columns or [], key=lambda c: c.ordinal)
+        if header_names is None and (not ordered or not is_load):
+            return reject_file(
+                "no_column_metadata",
+                f"no .dfm and no header row for {schema}.{table}"
+                + ("" if ordered else ", and no catalog entry"),
+            )
+        by_name = {c.column_name: c for c in ordered}
+        names = header_names or [c.column_name for c in ordered]
+        columns = [
+            replace(by_name[name], ordinal=i + 1)
+            if name in by_name
+            else MetadataColumn(
+                schema, table, None, name, i + 1, "STRING", None, None, None, 0, None, "header_row"
+            )
+            for i, name in enumerate(names)
+        ]
+
+    layout = _Layout.build(columns, opts, is_load)
+    seen: dict[tuple[str, str], int] = {}
+    ends: dict[int, int] = {}
+    index = 0
+
+    def all_records():
+        if pending_first is not None:
+            yield pending_first
+        yield from records
+
+    for offset, end, fields, error in all_records():
+        index += 1
+        ends[index] = end
+        if fields is None:
+            reason = "truncated_record" if "unterminated" in error else "bad_quoting"
+            result.rejects.append(Reject.of(data, offset, end, index, reason, error))
+            continue
+        row, problem = _record_to_row(fields, layout, opts, dialect)
+        if problem is not None:
+            reason, message = problem
+            result.rejects.append(Reject.of(data, offset, end, index, reason, message))
+            continue
+        key = (row.get("header__change_seq") or "", row.get("header__change_oper") or "")
+        if key[0] and key in seen:
+            result.rejects.append(
+                Reject.of(
+                    data,
+                    offset,
+                    end,
+                    index,
+                    "duplicate_change_seq",
+                    f"second {key[1]} row with change_seq {key[0]} (first at record {seen[key]})",
+                )
+            )
+            continue
+        if key[0]:
+            seen[key] = index
+        row.update(
+            record_offset=offset,
+            record_index=index,
+            source_schema=schema,
+            source_table=table,
+            table_version=(dfm or {}).get("dataInfo", {}).get("tableVersion"),
+            file_kind="full_load" if is_load else "change_table",
+            column_names=[c.column_name for c in columns],
+            header_column_count=len(layout.header_positions),
+        )
+        result.rows.append(row)
+    _check_before_images(data, result, opts, ends)
+    _check_record_count(dfm, result)
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Column roles of one file: which positions are headers and which are data."""
+
+    columns: tuple[MetadataColumn, ...]
+    header_positions: dict[str, int]
+    data_positions: tuple[int, ...]
+
+    @classmethod
+    def build(
+        cls, columns: list[MetadataColumn], opts: Mapping[str, Any], is_load: bool
+    ) -> _Layout:
+        prefix = opts["header_prefix"]
+        explicit = opts.get("header_columns")
+        headers: dict[str, int] = {}
+        data_pos: list[int] = []
+        for i, c in enumerate(columns):
+            is_header = not is_load and (
+                c.column_name in explicit if explicit else c.column_name.startswith(prefix)
+            )
+            if is_header:
+                headers[
+                    c.column_name[len(prefix) :]
+                    if c.column_name.startswith(prefix)
+                    else c.column_name
+                ] = i
+            else:
+                data_pos.append(i)
+        return cls(tuple(columns), headers, tuple(data_pos))
+
+
+def _record_to_row(fields, layout: _Layout, opts, dialect: CsvDialect):
+    """Turn one record's fields into a raw row, or return ``(None, (reason, message))``."""
+    if len(fields) != len(layout.columns):
+        return None, ("wrong_field_count", f"{len(fields)} fields, expected {len(layout.columns)}")
+    texts: list[str | None] = []
+    for n, (raw, quoted) in enumerate(fields, start=1):
+        try:
+            text = raw.decode(opts["encoding"])
+        except UnicodeDecodeError as exc:
+            return None, ("undecodable_bytes", f"undecodable bytes at field {n}: {exc.reason}")
+        texts.append(None if (not quoted and text == dialect.null_value) else text)
+    return _values_to_row(texts, layout, opts)
+
+
+def _values_to_row(values: list[Any], layout: _Layout, opts):
+    """Validate header values and render data values; shared by CSV and Parquet."""
+    row: dict[str, Any] = {f"header__{h}": None for h in HEADER_FIELDS}
+    for name, pos in layout.header_positions.items():
+        value = values[pos]
+        if name == "change_mask":
+            try:
+                value = normalize_mask_hex(value)
+            except ValueError as exc:
+                return None, ("bad_mask", str(exc))
+        elif name == "timestamp" and value is not None and value != "":
+            try:
+                value = canonical_timestamp(value, opts["subsecond_overflow"])
+            except ValueError as exc:
+                return None, ("bad_value", f"header__timestamp: {exc}")
+        elif value is not None and not isinstance(value, str):
+            value = str(value)
+        row[f"header__{name}"] = value
+    if layout.header_positions:
+        problem = _check_headers(row, len(layout.columns), opts)
+        if problem:
+            return None, problem
+    data: dict[str, str | None] = {}
+    oper = row["header__change_oper"]
+    mask_bits = None
+    if oper == "U" and opts["update_unmasked_columns"] == "absent" and row["header__change_mask"]:
+        mask_bits = set(mask_set_bits(row["header__change_mask"], opts["mask_bit_order"]))
+    for pos in layout.data_positions:
+        column = layout.columns[pos]
+        if mask_bits is not None and pos not in mask_bits:
+            continue
+        try:
+            data[column.column_name] = canonical_qlik_value(
+                values[pos], column.source_type, column.scale or 0, opts["subsecond_overflow"]
+            )
+        except ValueError as exc:
+            return None, ("bad_value", f"column {column.column_name}: {exc}")
+    row["data"] = data
+    return row, None
+
+
+def _check_headers(row: dict[str, Any], column_count: int, opts) -> tuple[str, str] | None:
+    """Check change_seq, change_oper/operation agreement and the mask length."""
+    seq, oper, operation = (
+        row["header__change_seq"],
+        row["header__change_oper"],
+        row["header__operation"],
+    )
+    if seq is None or not _CHANGE_SEQ_RE.fullmatch(seq):
+        return "bad_change_seq", f"change_seq {seq!r} is not 35 digits"
+    if oper is not None:
+        truncate_code = opts.get("truncate_oper_code")
+        if operation == "TRUNCATE" or (truncate_code and oper == truncate_code):
+            if operation not in (None, "TRUNCATE"):
+                return "operation_mismatch", f"change_oper {oper!r} but operation {operation!r}"
+        elif oper not in _OPERATIONS:
+            return "unknown_operation", f"unknown change_oper {oper!r}"
+        elif operation is not None and operation != _OPERATIONS[oper]:
+            return "operation_mismatch", f"change_oper {oper!r} but operation {operation!r}"
+    elif operation not in ("INSERT", "UPDATE", "DELETE", "BEFOREIMAGE", "TRUNCATE"):
+        return "unknown_operation", f"no change_oper and operation {operation!r}"
+    mask = row["header__change_mask"]
+    if mask:
+        try:
+            bits = mask_set_bits(mask, opts["mask_bit_order"])
+        except ValueError as exc:
+            return "bad_mask", str(exc)
+        if bits and bits[-1] >= column_count:
+            return "mask_longer_than_columns", (
+                f"mask longer than column list: bit {bits[-1]} set, {column_count} columns "
+                "(is mask_bit_order right?)"
+            )
+    return None
+
+
+def _check_before_images(
+    data: bytes, result: DecodeResult, opts: Mapping[str, Any], ends: Mapping[int, int]
+) -> None:
+    """Turn ``B`` rows with no ``U`` row of the same change_seq in the file into rejects.
+
+    ``ends`` maps a row's ``record_index`` to the byte offset where its record ends, so the
+    reject covers the record's bytes (option ``unmatched_before_image``: ``reject`` or
+    ``drop_with_count``, which still counts the bytes as a reject and adds a warning).
+    """
+    updates = {r["header__change_seq"] for r in result.rows if r["header__change_oper"] == "U"}
+    kept = []
+    for row in result.rows:
+        if row["header__change_oper"] == "B" and row["header__change_seq"] not in updates:
+            message = f"before image {row['header__change_seq']} has no UPDATE row in this file"
+            start, index = row["record_offset"], row["record_index"]
+            result.rejects.append(
+                Reject.of(data, start, ends[index], index, "unmatched_before_image", message)
+            )
+            if opts["unmatched_before_image"] != "reject":
+                result.warnings.append(message)
+            continue
+        kept.append(row)
+    result.rows[:] = kept
+
+
+def _check_record_count(dfm: Mapping[str, Any] | None, result: DecodeResult) -> None:
+    expected = ((dfm or {}).get("fileInfo") or {}).get("recordCount")
+    got = len(result.rows) + len(result.rejects)
+    if isinstance(expected, int) and expected != got:
+        result.warnings.append(f".dfm recordCount {expected} but {got} records read")
+
+
+def _decode_parquet(data, result, schema, table, is_load, columns, catalog_columns, opts):
+    """Decode a Parquet change-table file with pyarrow; offsets are row-group byte offsets."""
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(io.BytesIO(data))
+    except Exception as exc:  # noqa: BLE001 - any pyarrow failure is bad input
+        result.rejects.append(Reject.of(data, 0, len(data), 0, "bad_parquet", str(exc)))
+        result.consumed_end = len(data)
+        return result
+    names = pf.schema_arrow.names
+    if columns is None:
+        by_name = {c.column_name: c for c in catalog_columns or []}
+        columns = [
+            replace(by_name[n], ordinal=i + 1)
+            if n in by_name
+            else MetadataColumn(
+                schema,
+                table,
+                None,
+                n,
+                i + 1,
+                _arrow_qlik_type(pf.schema_arrow.field(n).type),
+                None,
+                None,
+                None,
+                0,
+                None,
+                "parquet",
+            )
+            for i, n in enumerate(names)
+        ]
+    elif [c.column_name for c in columns] != names:
+        result.rejects.append(
+            Reject.of(
+                data,
+                0,
+                len(data),
+                0,
+                "header_metadata_mismatch",
+                "Parquet columns differ from .dfm columns",
+            )
+        )
+        return result
+    layout = _Layout.build(columns, opts, is_load)
+    index = 0
+    ends: dict[int, int] = {}
+    for rg in range(pf.num_row_groups):
+        meta = pf.metadata.row_group(rg)
+        rg_offset = min(
+            (meta.column(i).dictionary_page_offset or meta.column(i).data_page_offset)
+            for i in range(meta.num_columns)
+        )
+        batch = pf.read_row_group(rg).to_pylist()
+        for record in batch:
+            index += 1
+            values = [record[n] for n in names]
+            row, problem = _values_to_row(values, layout, opts)
+            if problem is not None:
+                result.rejects.append(
+                    Reject(
+                        rg_offset,
+                        0,
+                        index,
+                        problem[0],
+                        problem[1],
+                        json.dumps(record, default=str)[:200].encode().hex().upper(),
+                    )
+                )
+                continue
+            row.update(
+                record_offset=rg_offset,
+                record_index=index,
+                source_schema=schema,
+                source_table=table,
+                table_version=None,
+                file_kind="full_load" if is_load else "change_table",
+                column_names=[c.column_name for c in columns],
+                header_column_count=len(layout.header_positions),
+            )
+            result.rows.append(row)
+            ends[index] = rg_offset
+    _check_before_images(data, result, opts, ends)
+    return result
+
+
+def _arrow_qlik_type(arrow_type) -> str:
+    """Map a Parquet/Arrow type to the Qlik type used to render it (no ``.dfm`` case)."""
+    import pyarrow.types as pt
+
+    if pt.is_integer(arrow_type):
+        return "INT8"
+    if pt.is_decimal(arrow_type):
+        return "NUMERIC"
+    if pt.is_floating(arrow_type):
+        return "REAL8"
+    if pt.is_boolean(arrow_type):
+        return "BOOLEAN"
+    if pt.is_timestamp(arrow_type):
+        return "DATETIME"
+    if pt.is_date(arrow_type):
+        return "DATE"
+    if pt.is_time(arrow_type):
+        return "TIME"
+    if pt.is_binary(arrow_type) or pt.is_large_binary(arrow_type):
+        return "BYTES"
+    return "STRING"

@@ -1,0 +1,104 @@
+"""Record shapes shared by every decoder: rejects, metadata columns and decode results.
+
+Decoders are pure functions (bytes in, :class:`DecodeResult` out). They never raise for bad
+input: each undecodable byte range or line becomes a :class:`Reject`. Configuration mistakes
+raise :class:`ConfigError` (defined in :mod:`python_udfs.config`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+EXCERPT_BYTES = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """One byte range (or line) that could not be decoded.
+
+    ``offset`` and ``length`` are bytes from the start of the file; ``record_index`` is the
+    1-based record, line or frame number when known (0 when not). ``reason`` is a short code
+    (``wrong_field_count``, ``invalid_json``…), ``message`` says what was wrong in words, and
+    ``excerpt`` holds up to 200 bytes of the raw input as uppercase hex.
+    """
+
+    offset: int
+    length: int
+    record_index: int
+    reason: str
+    message: str
+    excerpt: str
+
+    @classmethod
+    def of(
+        cls,
+        data: bytes | memoryview,
+        offset: int,
+        end: int,
+        record_index: int,
+        reason: str,
+        message: str,
+    ) -> Reject:
+        """Build a reject for ``data[offset:end]``, with its hex excerpt."""
+        excerpt = bytes(data[offset : min(end, offset + EXCERPT_BYTES)]).hex().upper()
+        return cls(offset, end - offset, record_index, reason, message, excerpt)
+
+
+class RecordError(Exception):
+    """Raised inside a binary decoder for a record that becomes a reject.
+
+    ``reason`` is the reject's short code, the message its words. Decoders catch it at the
+    record boundary; it never leaves a decoder.
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataColumn:
+    """One column of one replicated table, as a feed's own metadata declares it.
+
+    Written to ``raw_metadata``; the scaffolding command turns these rows into the catalog seed
+    ``seeds/cdc_columns.csv``. ``source_type`` is the vendor's type name, ``length`` is bytes,
+    ``primary_key_position`` is 1-based (0 = not a key column). ``metadata_source`` names where
+    it came from (``dfm``, ``kafka_md``); ``schema_id`` and ``data_schema`` are the Kafka MD
+    message's schema id and Avro ``dataSchema`` text (null for other sources).
+    """
+
+    source_schema: str
+    source_table: str
+    table_version: int | None
+    column_name: str
+    ordinal: int
+    source_type: str
+    length: int | None
+    precision: int | None
+    scale: int | None
+    primary_key_position: int
+    nullable: bool | None
+    metadata_source: str
+    schema_id: str | None = None
+    data_schema: str | None = None
+    record_offset: int = 0
+    record_index: int = 0
+
+
+@dataclass(slots=True)
+class DecodeResult:
+    """What a decoder made of one file (or of the new tail of a growing file).
+
+    ``rows`` are dicts shaped like the format's raw table (without the provenance columns the
+    staging job adds: feed, source_file, ingest_batch_id, ingested_at). ``consumed_end`` is the
+    byte offset after the last complete record: bytes past it (an incomplete last record of a
+    file still being written) are left for the next run. Every byte in ``[start, consumed_end)``
+    is either in a row or in a reject. ``warnings`` are file-level notes (counts, fallbacks).
+    """
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    rejects: list[Reject] = field(default_factory=list)
+    metadata: list[MetadataColumn] = field(default_factory=list)
+    consumed_end: int = 0
+    warnings: list[str] = field(default_factory=list)

@@ -1,0 +1,103 @@
+"""The one place that builds the SparkSession used by staging and by dbt (``method: session``).
+
+``cdc stage`` / ``cdc run`` create the session here first; dbt-spark's session connection then
+calls ``SparkSession.builder.getOrCreate()`` and gets this same session, so staging and
+``dbt build`` share one JVM. ``profiles.yml`` (target ``local``) repeats the same settings as
+``server_side_parameters`` for a plain ``dbt build`` outside the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+
+def spark_conf(lake_root: Path) -> dict[str, str]:
+    """Return the embedded engine's settings for a lake root (absolute path).
+
+    The Hive metastore is embedded Derby at ``<lake_root>/metastore_db`` and the warehouse is
+    ``<lake_root>/warehouse``. Small local settings suit a 2-core, 24 GiB machine: 4 shuffle
+    partitions, 2 GiB driver memory (``CDC_SPARK_DRIVER_MEMORY`` overrides), no UI. Timestamps
+    are UTC and ANSI mode is off, as dbt-spark sets it.
+    """
+    lake = lake_root.resolve()
+    return {
+        "spark.master": os.environ.get("CDC_SPARK_MASTER", "local[*]"),
+        "spark.app.name": "cdc_changelog",
+        "spark.driver.memory": os.environ.get("CDC_SPARK_DRIVER_MEMORY", "2g"),
+        "spark.sql.shuffle.partitions": os.environ.get("CDC_SHUFFLE_PARTITIONS", "4"),
+        "spark.default.parallelism": "4",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.ansi.enabled": "false",
+        "spark.sql.warehouse.dir": str(lake / "warehouse"),
+        "spark.sql.catalogImplementation": "hive",
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={lake / 'metastore_db'};create=true"
+        ),
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={lake} -Dderby.stream.error.file={lake / 'derby.log'}",
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        # A run killed during CREATE TABLE AS SELECT leaves the table folder without a metastore
+        # entry; the next run must be able to create the table there again (crash safety).
+        "spark.sql.legacy.allowNonEmptyLocationInCTAS": "true",
+        "spark.sql.parquet.compression.codec": "snappy",
+        "spark.python.worker.reuse": "true",
+        # Python workers run the decoders: they must use this interpreter (the venv's).
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+    }
+
+
+#: Settings of the embedded engine that concern the Python workers of this process only; a Spark
+#: Thrift Server (``cdc thrift-server``) takes every other setting of :func:`spark_conf`.
+PYTHON_ONLY = ("spark.pyspark.python", "spark.pyspark.driver.python", "spark.python.worker.reuse")
+
+
+def thrift_server_command(lake_root: Path, port: int, host: str = "127.0.0.1") -> list[str]:
+    """Return the command that starts a Spark Thrift Server for ``lake_root`` from this pyspark.
+
+    The server binds ``host``:``port`` (loopback by default) and uses the embedded engine's
+    settings (:func:`spark_conf`: same warehouse, Derby metastore, UTC, ANSI off), so dbt's
+    ``thrift`` target builds the same tables as the embedded run. Embedded Derby admits one
+    JVM: stop the server before ``cdc run``. Raises FileNotFoundError when pyspark has no
+    ``bin/spark-submit``.
+    """
+    import pyspark
+
+    spark_home = Path(pyspark.__file__).parent
+    submit = spark_home / "bin" / "spark-submit"
+    if not submit.is_file():
+        raise FileNotFoundError(f"{submit} not found: reinstall pyspark (make install)")
+    conf = {k: v for k, v in spark_conf(lake_root).items() if k not in PYTHON_ONLY}
+    conf["spark.app.name"] = "cdc_changelog_thrift"
+    conf["spark.hadoop.hive.server2.thrift.port"] = str(port)
+    conf["spark.hadoop.hive.server2.thrift.bind.host"] = host
+    command = [str(submit), "--class", "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"]
+    command += [
+        "--master",
+        conf.pop("spark.master"),
+        "--driver-memory",
+        conf.pop("spark.driver.memory"),
+    ]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    return command + ["spark-internal"]
+
+
+def get_spark(lake_root: Path) -> SparkSession:
+    """Create (or return the running) SparkSession with Hive support for ``lake_root``.
+
+    Raises RuntimeError from py4j when Java is missing; the CLI turns that into one message.
+    """
+    lake_root.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in spark_conf(lake_root).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("CDC_SPARK_LOG_LEVEL", "ERROR"))
+    return spark

@@ -1,0 +1,859 @@
+"""Spark glue: decode new landing files into the raw parquet tables (DESIGN.md §4).
+
+One run of :func:`stage` is one *ingest batch* (id ``YYYYMMDDTHHMMSSffffff``, UTC):
+
+1. list every feed's landing folder on the driver and compare with the manifest
+   ``raw_ingested_files``: files already ingested (same size and modification time) are skipped
+   without reading; new files are read from byte 0; files that grew are read from where the
+   last run stopped, after checking that the SHA-256 of the ingested prefix is unchanged;
+2. for ``qlik_kafka`` feeds, a first Spark pass collects the batch's metadata (MD) messages,
+   so that data messages can be resolved whatever file order they arrive in;
+3. Spark reads the files (``binaryFile``) and runs the pure-Python decoders over them in
+   parallel with ``mapInArrow``; the result is written once to a scratch folder;
+4. the rows are appended, as partition ``ingest_batch_id=<id>``, to the format's raw table,
+   ``raw_rejects`` and ``raw_metadata``; the manifest rows are written **last**. A batch
+   without manifest rows (a run killed half way) is ignored by the dbt sources, so a re-run
+   ingests those files again without duplicates.
+
+Tables live under ``<lake_root>/raw/<table>/`` as Hive-style partitioned parquet; the dbt
+macro ``register_raw_tables`` registers them as external tables at the start of every run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import shutil
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from python_udfs import (
+    goldengate_trail,
+    hirdb_update_sql,
+    linkexpress_extract,
+    qlik_change_tables,
+    qlik_kafka,
+)
+from python_udfs.config import ConfigError, ProjectConfig
+from python_udfs.records import DecodeResult, MetadataColumn, Reject
+
+STR, I64, I32, BOOL = pa.string(), pa.int64(), pa.int32(), pa.bool_()
+TS = pa.timestamp("us", tz="UTC")
+STR_MAP = pa.map_(pa.string(), pa.string())
+STR_LIST = pa.list_(pa.string())
+
+#: Provenance columns every raw table starts with (``ingest_batch_id`` is the partition).
+PROVENANCE = [("feed", STR), ("source_file", STR), ("record_offset", I64), ("record_index", I64)]
+
+RAW_TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
+    "raw_qlik_change_tables": PROVENANCE
+    + [
+        ("source_schema", STR),
+        ("source_table", STR),
+        ("table_version", I64),
+        ("file_kind", STR),
+        ("header__change_seq", STR),
+        ("header__change_oper", STR),
+        ("header__change_mask", STR),
+        ("header__stream_position", STR),
+        ("header__operation", STR),
+        ("header__transaction_id", STR),
+        ("header__timestamp", STR),
+        ("header__partition_name", STR),
+        ("column_names", STR_LIST),
+        ("header_column_count", I32),
+        ("data", STR_MAP),
+    ],
+    "raw_qlik_kafka": PROVENANCE
+    + [
+        ("value_format", STR),
+        ("message_type", STR),
+        ("message_schema_id", STR),
+        ("source_schema", STR),
+        ("source_table", STR),
+        ("table_version", I64),
+        ("operation", STR),
+        ("change_sequence", STR),
+        ("timestamp", STR),
+        ("stream_position", STR),
+        ("transaction_id", STR),
+        ("change_mask", STR),
+        ("column_mask", STR),
+        ("external_schema_id", STR),
+        ("transaction_event_counter", I64),
+        ("transaction_last_event", BOOL),
+        ("column_names", STR_LIST),
+        ("data", STR_MAP),
+        ("before_data", STR_MAP),
+    ],
+    "raw_goldengate_trail": PROVENANCE
+    + [
+        ("record_length", I64),
+        ("trail_seqno", I64),
+        ("hdr_ind", STR),
+        ("partition", I32),
+        ("undo_flag", I32),
+        ("before_after", STR),
+        ("rec_length", I32),
+        ("io_type", I32),
+        ("orig_node", I32),
+        ("io_time", STR),
+        ("audit_pos", STR),  # u64: text, so that no value overflows a bigint
+        ("audit_rba", I64),
+        ("trans_ind", I32),
+        ("format_type", STR),
+        ("syskey_len", I32),
+        ("incomplete", I32),
+        ("continued", I32),
+        ("rec_count", I32),
+        ("table_name", STR),
+        ("source_schema", STR),
+        ("source_table", STR),
+        ("tdr_index", I32),
+        ("token_row_id", STR),
+        ("token_log_csn", STR),
+        ("token_tran_id", STR),
+        ("transaction_id", STR),
+        ("log_csn", STR),
+        ("tokens", STR_MAP),
+        ("column_names", STR_LIST),
+        ("data", STR_MAP),
+        ("before_data", STR_MAP),
+    ],
+    "raw_hirdb_update_sql": PROVENANCE
+    + [
+        ("file_name", STR),
+        ("stream", STR),
+        ("line_length", I64),
+        ("encoding", STR),
+        ("update_time", STR),
+        ("update_time_utc", STR),
+        ("stamp_masked", BOOL),
+        ("statement_type", STR),
+        ("source_schema", STR),
+        ("source_table", STR),
+        ("event_code", I32),
+        ("column_names", STR_LIST),
+        ("data", STR_MAP),
+        ("where_data", STR_MAP),
+    ],
+    "raw_linkexpress_extract": PROVENANCE
+    + [
+        ("file_name", STR),
+        ("layout", STR),
+        ("logtype", STR),
+        ("byte_order", STR),
+        ("outcode", STR),
+        ("record_length", I64),
+        ("valid_column_count", I32),
+        ("extraction_id", I32),
+        ("operation_code", I32),
+        ("operation_name", STR),
+        ("source_schema", STR),
+        ("source_table", STR),
+        ("is_full_extract", BOOL),
+        ("transaction_id", STR),
+        ("is_transaction_end", BOOL),
+        ("column_names", STR_LIST),
+        ("data", STR_MAP),
+    ],
+    "raw_rejects": [
+        ("feed", STR),
+        ("source_file", STR),
+        ("record_offset", I64),
+        ("record_length", I64),
+        ("record_index", I64),
+        ("reason", STR),
+        ("message", STR),
+        ("excerpt_hex", STR),
+    ],
+    "raw_metadata": [
+        ("feed", STR),
+        ("source_file", STR),
+        ("record_offset", I64),
+        ("record_index", I64),
+        ("metadata_source", STR),
+        ("source_schema", STR),
+        ("source_table", STR),
+        ("table_version", I64),
+        ("schema_id", STR),
+        ("column_name", STR),
+        ("ordinal", I32),
+        ("source_type", STR),
+        ("length", I64),
+        ("precision", I32),
+        ("scale", I32),
+        ("primary_key_position", I32),
+        ("nullable", BOOL),
+        ("data_schema", STR),
+    ],
+    "raw_ingested_files": [
+        ("feed", STR),
+        ("source_file", STR),
+        ("format", STR),
+        ("file_size", I64),
+        ("modification_time", TS),
+        ("sha256", STR),
+        ("byte_start", I64),
+        ("byte_end", I64),
+        ("prefix_sha256", STR),
+        ("record_index_start", I64),
+        ("record_index_end", I64),
+        ("rows", I64),
+        ("rejects", I64),
+        ("reject_bytes", I64),
+        ("status", STR),
+        ("message", STR),
+        ("warnings", STR_LIST),
+    ],
+}
+FORMAT_TABLES = {
+    qlik_change_tables.FORMAT: "raw_qlik_change_tables",
+    qlik_kafka.FORMAT: "raw_qlik_kafka",
+    goldengate_trail.FORMAT: "raw_goldengate_trail",
+    hirdb_update_sql.FORMAT: "raw_hirdb_update_sql",
+    linkexpress_extract.FORMAT: "raw_linkexpress_extract",
+}
+for _columns in RAW_TABLES.values():
+    _columns.append(("ingested_at", TS))  # set by the staging job when it appends the batch
+KINDS = list(RAW_TABLES)
+#: Partition holding one empty parquet file per table, so a table has a schema before data.
+SCHEMA_PARTITION = "00000000T000000000000"
+UNIX_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def arrow_schema(table: str) -> pa.Schema:
+    """Return the Arrow schema of a raw table (without the ``ingest_batch_id`` partition)."""
+    return pa.schema(RAW_TABLES[table])
+
+
+def decoded_schema() -> pa.Schema:
+    """Return the decode pass's schema: ``kind`` plus one nullable struct per raw table."""
+    return pa.schema([("kind", STR)] + [(k, pa.struct(RAW_TABLES[k])) for k in KINDS])
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A landing file to decode in this batch, from byte ``start`` (0 for a new file)."""
+
+    feed: str
+    format: str
+    path: str
+    source_file: str
+    modification_time: dt.datetime
+    start: int
+    start_index: int
+    expected_prefix_sha256: str | None
+    sidecar: str | None
+    is_final: bool = False
+
+
+@dataclass(slots=True)
+class StageSummary:
+    """What one staging run did, per feed: files, rows, rejects and refused files."""
+
+    ingest_batch_id: str
+    files_seen: int = 0
+    files_skipped: int = 0
+    files_ingested: int = 0
+    files_refused: list[str] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)
+    rejects: dict[str, int] = field(default_factory=dict)
+    per_file: list[dict[str, Any]] = field(default_factory=list)
+
+
+def new_batch_id(now: dt.datetime | None = None) -> str:
+    """Return a sortable UTC batch id ``YYYYMMDDTHHMMSSffffff``."""
+    now = now or dt.datetime.now(dt.UTC)
+    return now.strftime("%Y%m%dT%H%M%S%f")
+
+
+def list_landing_files(feed_path: Path, fmt: str | None = None) -> Iterator[Path]:
+    """Yield data files under a feed folder in name order (no sidecars, hidden or temp files).
+
+    For ``goldengate_trail`` only trail files (``<2 chars><6 or 9 digits>``) are data files,
+    so a sourcedefs file or a ``dirdef`` folder beside the trails is not ingested; for
+    ``hirdb_update_sql`` only ``SQLTXT_*`` files are.
+    """
+    for root, dirs, files in os.walk(feed_path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+        for name in sorted(files):
+            if name.startswith((".", "_")) or name.endswith((".dfm", ".avsc", ".tmp", ".crc")):
+                continue
+            if fmt == goldengate_trail.FORMAT and not goldengate_trail.TRAIL_NAME_RE.match(name):
+                continue
+            if fmt == hirdb_update_sql.FORMAT and not hirdb_update_sql.FILE_NAME_RE.match(name):
+                continue
+            yield Path(root) / name
+
+
+def superseded_sqltxt(paths: list[Path]) -> set[Path]:
+    """Return the HiRDB update-SQL files that a later file of the same stream follows.
+
+    A loader that lands each output under a new name (``SQLTXT_SV1_DST1.<time>``) appends to
+    the older file no more, so its last line is complete even without a newline.
+    """
+    latest: dict[tuple[Path, str], str] = {}
+    for path in paths:
+        key = (path.parent, hirdb_update_sql.stream_of(path.name))
+        latest[key] = max(latest.get(key, ""), path.name)
+    return {p for p in paths if p.name < latest[(p.parent, hirdb_update_sql.stream_of(p.name))]}
+
+
+def rolled_over_trails(paths: list[Path]) -> set[Path]:
+    """Return the trail files that a later sequence number of the same trail follows.
+
+    The writer appends to a trail only until it rolls over, so these files are complete.
+    """
+    latest: dict[tuple[Path, str], int] = {}
+    for path in paths:
+        seqno = goldengate_trail.seqno_from_name(path.name)
+        if seqno is not None:
+            key = (path.parent, path.name[:2])
+            latest[key] = max(latest.get(key, -1), seqno)
+    return {
+        p
+        for p in paths
+        if (s := goldengate_trail.seqno_from_name(p.name)) is not None
+        and s < latest[(p.parent, p.name[:2])]
+    }
+
+
+def sidecar_for(path: Path) -> str | None:
+    """Return the ``.dfm`` text beside a Qlik data file (``X.csv``/``X.csv.gz`` → ``X.dfm``)."""
+    stem = path.name.split(".", 1)[0]
+    dfm = path.with_name(stem + ".dfm")
+    return dfm.read_text(encoding="utf-8") if dfm.is_file() else None
+
+
+def decode_candidate(
+    fmt: str,
+    content: bytes,
+    source_file: str,
+    start: int,
+    start_index: int,
+    sidecar: str | None,
+    context: Mapping[str, Any],
+    is_final: bool = False,
+) -> DecodeResult:
+    """Run the decoder of ``fmt`` over one file's bytes (pure; used inside the Spark tasks).
+
+    ``context`` holds the feed's ``options``, ``catalog`` and, for Kafka, ``kafka_catalog`` and
+    ``registry_schemas``. Change-table files are whole files (``start`` is 0). ``is_final``
+    says no more bytes will be appended (a trail that rolled over to the next sequence
+    number), so an incomplete last record is a reject instead of pending.
+    """
+    if fmt == qlik_change_tables.FORMAT:
+        return qlik_change_tables.decode_change_table_file(
+            content,
+            file_name=source_file,
+            sidecar=sidecar,
+            catalog=context["catalog"],
+            options=context["options"],
+        )
+    if fmt == qlik_kafka.FORMAT:
+        catalog = qlik_kafka.KafkaCatalog()
+        catalog.by_schema_id.update(context["kafka_catalog"].by_schema_id)
+        catalog.by_table.update(context["kafka_catalog"].by_table)
+        return qlik_kafka.decode_dump_file(
+            content,
+            file_name=source_file,
+            catalog=catalog,
+            registry_schemas=context.get("registry_schemas"),
+            options=context["options"],
+            start=start,
+            start_index=start_index,
+        )
+    if fmt == goldengate_trail.FORMAT:
+        return goldengate_trail.decode_trail_file(
+            content,
+            file_name=source_file,
+            definitions=context.get("definitions"),
+            options=context["options"],
+            start=start,
+            start_index=start_index,
+            final=is_final,
+        )
+    if fmt == hirdb_update_sql.FORMAT:
+        return hirdb_update_sql.decode_update_sql_file(
+            content,
+            file_name=source_file,
+            catalog=context["catalog"],
+            options=context["options"],
+            start=start,
+            start_index=start_index,
+            final=is_final,
+        )
+    if fmt == linkexpress_extract.FORMAT:
+        return linkexpress_extract.decode_extract_file(
+            content,
+            file_name=source_file,
+            catalog=context["catalog"],
+            extraction_ids=context["extraction_ids"],
+            file_table=linkexpress_extract.file_table_for(
+                source_file, context["options"], list(context["catalog"])
+            ),
+            options=context["options"],
+        )
+    raise ValueError(f"no decoder for format {fmt!r}")  # pragma: no cover - config validates
+
+
+def _map(value: Mapping[str, Any] | None):
+    return None if value is None else list(value.items())
+
+
+def file_outputs(
+    candidate: Mapping[str, Any], content: bytes, context: Mapping[str, Any]
+) -> list[dict]:
+    """Decode one candidate file and return the decode-pass rows (``kind`` + struct).
+
+    Checks the ingested prefix first: when its SHA-256 differs from the manifest's, the file
+    is refused (one ``prefix_changed`` reject and a ``refused`` manifest row). Never raises for
+    bad input; an unexpected decoder exception becomes a ``decoder_error`` reject of the file.
+    """
+    feed, source_file, start = candidate["feed"], candidate["source_file"], candidate["start"]
+    size = len(content)
+    manifest = {
+        "feed": feed,
+        "source_file": source_file,
+        "format": candidate["format"],
+        "file_size": size,
+        "modification_time": candidate["modification_time"],
+        "byte_start": start,
+        "record_index_start": candidate["start_index"],
+        "warnings": [],
+        "message": None,
+    }
+    out: list[dict] = []
+
+    def reject_row(rej: Reject) -> dict:
+        return {
+            "kind": "raw_rejects",
+            "raw_rejects": {
+                "feed": feed,
+                "source_file": source_file,
+                "record_offset": rej.offset,
+                "record_length": rej.length,
+                "record_index": rej.record_index,
+                "reason": rej.reason,
+                "message": rej.message,
+                "excerpt_hex": rej.excerpt,
+            },
+        }
+
+    # One pass over the file: the hash of the ingested prefix is extended to the new end and
+    # then to the whole file.
+    view = memoryview(content)
+    running = hashlib.sha256(view[:start])
+
+    def whole_file_sha256(position: int) -> str:
+        rest = running.copy()
+        rest.update(view[position:])
+        return rest.hexdigest()
+
+    expected = candidate["expected_prefix_sha256"]
+    if start and (size < start or running.hexdigest() != expected):
+        message = (
+            f"the first {start} bytes, ingested before, changed (file is now {size} bytes); "
+            "the file is refused. Land changed data as a new file."
+        )
+        out.append(reject_row(Reject.of(content, 0, size, 0, "prefix_changed", message)))
+        manifest.update(
+            sha256=whole_file_sha256(min(start, size)),
+            byte_end=start,
+            prefix_sha256=expected,
+            record_index_end=candidate["start_index"],
+            rows=0,
+            rejects=1,
+            reject_bytes=size,
+            status="refused",
+            message=message,
+        )
+        out.append({"kind": "raw_ingested_files", "raw_ingested_files": manifest})
+        return out
+    if start and start == size:  # touched but not grown: nothing to decode
+        manifest.update(
+            sha256=whole_file_sha256(start),
+            byte_end=start,
+            prefix_sha256=expected,
+            record_index_end=candidate["start_index"],
+            rows=0,
+            rejects=0,
+            reject_bytes=0,
+            status="ingested",
+        )
+        out.append({"kind": "raw_ingested_files", "raw_ingested_files": manifest})
+        return out
+    try:
+        result = decode_candidate(
+            candidate["format"],
+            content,
+            source_file,
+            start,
+            candidate["start_index"],
+            candidate["sidecar"],
+            context,
+            candidate["is_final"],
+        )
+    except Exception as exc:  # noqa: BLE001 - a decoder bug must not lose the file silently
+        result = DecodeResult(consumed_end=size)
+        result.rejects.append(Reject.of(content, start, size, 0, "decoder_error", repr(exc)))
+    table = FORMAT_TABLES[candidate["format"]]
+    for row in result.rows:
+        row = dict(row, feed=feed, source_file=source_file)
+        for key in ("data", "before_data", "tokens"):
+            if key in row:
+                row[key] = _map(row[key])
+        out.append({"kind": table, table: row})
+    out.extend(reject_row(rej) for rej in result.rejects)
+    for col in result.metadata:
+        meta = asdict(col)
+        meta.update(feed=feed, source_file=source_file)
+        out.append({"kind": "raw_metadata", "raw_metadata": meta})
+    end = max(result.consumed_end, start)
+    last_index = max(
+        [candidate["start_index"]]
+        + [r["record_index"] for r in result.rows]
+        + [r.record_index for r in result.rejects]
+    )
+    running.update(view[start:end])
+    manifest.update(
+        sha256=whole_file_sha256(end),
+        byte_end=end,
+        prefix_sha256=running.hexdigest(),
+        record_index_end=last_index,
+        rows=len(result.rows),
+        rejects=len(result.rejects),
+        reject_bytes=sum(r.length for r in result.rejects),
+        status="ingested" if end == size else "partial",
+        warnings=result.warnings,
+        message=None
+        if end == size
+        else f"{size - end} bytes of an incomplete record left for the next run",
+    )
+    out.append({"kind": "raw_ingested_files", "raw_ingested_files": manifest})
+    return out
+
+
+def make_decode_udf(contexts: Mapping[str, Mapping[str, Any]]) -> Callable:
+    """Return the ``mapInArrow`` function: candidate rows with ``content`` → decode-pass rows."""
+    schema = decoded_schema()
+
+    def decode_batches(batches):
+        for batch in batches:
+            records = batch.to_pylist()
+            for record in records:
+                content = record.pop("content")
+                rows = file_outputs(record, content, contexts[record["feed"]])
+                for i in range(0, len(rows), 5000):
+                    yield pa.RecordBatch.from_pylist(rows[i : i + 5000], schema=schema)
+
+    return decode_batches
+
+
+def make_metadata_udf() -> Callable:
+    """Return the ``mapInArrow`` function of the Kafka metadata pass (MD columns only)."""
+    schema = pa.schema(RAW_TABLES["raw_metadata"])
+
+    def scan_batches(batches):
+        for batch in batches:
+            for record in batch.to_pylist():
+                columns = qlik_kafka.scan_metadata(
+                    record["content"], file_name=record["source_file"], start=record["start"]
+                )
+                rows = [
+                    dict(asdict(c), feed=record["feed"], source_file=record["source_file"])
+                    for c in columns
+                ]
+                if rows:
+                    yield pa.RecordBatch.from_pylist(rows, schema=schema)
+
+    return scan_batches
+
+
+class Stager:
+    """Runs staging batches for one project on one SparkSession."""
+
+    def __init__(self, spark, config: ProjectConfig, log: Callable[[str], None] = print) -> None:
+        self.spark = spark
+        self.config = config
+        self.log = log
+        self.raw_root = config.lake_root / "raw"
+
+    # -- reading what is there ------------------------------------------------------------
+    def _table_path(self, table: str) -> Path:
+        return self.raw_root / table
+
+    def ensure_tables(self) -> None:
+        """Create every raw table's folder with an empty schema partition if it has none."""
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        for table in RAW_TABLES:
+            path = self._table_path(table)
+            if not path.exists():
+                empty = self.spark.createDataFrame([], from_arrow_schema(arrow_schema(table)))
+                empty.coalesce(1).write.mode("overwrite").parquet(
+                    str(path / f"ingest_batch_id={SCHEMA_PARTITION}")
+                )
+
+    def committed_batches(self) -> set[str]:
+        """Return the ids of batches whose manifest rows were written (committed batches)."""
+        rows = self.read_table("raw_ingested_files").select("ingest_batch_id").distinct().collect()
+        return {r.ingest_batch_id for r in rows}
+
+    def read_table(self, table: str):
+        """Return a raw table as a DataFrame read from its parquet folder (all batches)."""
+        return self.spark.read.option("mergeSchema", "false").parquet(str(self._table_path(table)))
+
+    def manifest(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """Return the latest manifest row of every ``(feed, source_file)``."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        df = self.read_table("raw_ingested_files").where(
+            F.col("ingest_batch_id") != SCHEMA_PARTITION
+        )
+        df = df.withColumn("mtime_us", F.unix_micros("modification_time"))
+        latest = (
+            df.withColumn(
+                "n",
+                F.row_number().over(
+                    Window.partitionBy("feed", "source_file").orderBy(
+                        F.col("ingest_batch_id").desc()
+                    )
+                ),
+            )
+            .where("n = 1")
+            .collect()
+        )
+        return {(r.feed, r.source_file): r.asDict() for r in latest}
+
+    def metadata_rows(self, batches: set[str]) -> list[dict[str, Any]]:
+        """Return the ``raw_metadata`` rows of committed batches as dicts."""
+        from pyspark.sql import functions as F
+
+        df = self.read_table("raw_metadata").where(F.col("ingest_batch_id").isin(list(batches)))
+        return [r.asDict() for r in df.collect()]
+
+    def known_metadata(self, batches: set[str]) -> list[tuple[MetadataColumn, str]]:
+        """Return ``(column, feed)`` for the MD columns of committed batches (Kafka resolution)."""
+        return [
+            (_metadata_from_row(r), r["feed"])
+            for r in self.metadata_rows(batches)
+            if r["metadata_source"] == "kafka_md"
+        ]
+
+    # -- planning -------------------------------------------------------------------------
+    def plan(
+        self, manifest: Mapping[tuple[str, str], Mapping[str, Any]], summary: StageSummary
+    ) -> list[Candidate]:
+        """List landing files and decide, per file, skip / read from 0 / read the new tail."""
+        candidates: list[Candidate] = []
+        for feed in self.config.feeds.values():
+            new = grown = 0
+            paths = list(list_landing_files(feed.path, feed.format))
+            rolled_over = (
+                rolled_over_trails(paths)
+                if feed.format == goldengate_trail.FORMAT
+                else superseded_sqltxt(paths)
+                if feed.format == hirdb_update_sql.FORMAT
+                else set()
+            )
+            for path in paths:
+                summary.files_seen += 1
+                stat = path.stat()
+                mtime_us = stat.st_mtime_ns // 1000
+                mtime = UNIX_EPOCH + dt.timedelta(microseconds=mtime_us)
+                rel = path.relative_to(self.config.landing_root).as_posix()
+                last = manifest.get((feed.name, rel))
+                start = start_index = 0
+                expected = None
+                if last is not None:
+                    same_mtime = last["mtime_us"] == mtime_us
+                    unchanged = last["file_size"] == stat.st_size and same_mtime
+                    # a partial file whose writer has moved on is read once more, as final
+                    if unchanged and not (last["status"] == "partial" and path in rolled_over):
+                        summary.files_skipped += 1
+                        continue
+                    if last["status"] == "refused":
+                        start, expected = last["byte_start"], last["prefix_sha256"]
+                    else:
+                        start, expected = last["byte_end"], last["prefix_sha256"]
+                    start_index = last["record_index_end"] or 0
+                    grown += 1
+                else:
+                    new += 1
+                sidecar = sidecar_for(path) if feed.format == qlik_change_tables.FORMAT else None
+                candidates.append(
+                    Candidate(
+                        feed.name,
+                        feed.format,
+                        str(path.resolve()),
+                        rel,
+                        mtime,
+                        start,
+                        start_index,
+                        expected,
+                        sidecar,
+                        path in rolled_over,
+                    )
+                )
+            self.log(f"  {feed.name} ({feed.format}): {new} new file(s), {grown} grown or changed")
+        return candidates
+
+    def contexts(
+        self, kafka_metadata: list[tuple[MetadataColumn, str]]
+    ) -> dict[str, dict[str, Any]]:
+        """Build each feed's decoder context: options, seed catalog, Kafka catalog, schemas."""
+        out: dict[str, dict[str, Any]] = {}
+        by_feed: dict[str, list[MetadataColumn]] = {}
+        for col, feed in kafka_metadata:
+            by_feed.setdefault(feed, []).append(col)
+        for feed in self.config.feeds.values():
+            catalog = self.config.feed_catalog(feed.name)
+            context: dict[str, Any] = {"options": dict(feed.options), "catalog": catalog}
+            if feed.format == goldengate_trail.FORMAT and feed.options.get("definitions"):
+                path = self.config.landing_root / str(feed.options["definitions"])
+                try:
+                    context["definitions"], _charset = goldengate_trail.parse_sourcedefs(
+                        path.read_text(encoding="utf-8")
+                    )
+                except (OSError, ValueError) as exc:
+                    raise ConfigError(
+                        f"{path}: sourcedefs file of feed {feed.name} does not read: {exc}. "
+                        "Regenerate it with defgen or fix vars.cdc_feeds.<feed>.options.definitions."
+                    ) from exc
+            if feed.format == linkexpress_extract.FORMAT:
+                ids: dict[int, tuple[str, str]] = {}
+                for key, table in (feed.options.get("extraction_ids") or {}).items():
+                    schema, _, name = str(table).rpartition(".")
+                    ids[int(key)] = (schema, name)
+                for (f, ident), table in self.config.table_identifiers.items():
+                    if f == feed.name and ident.strip().isdigit():
+                        ids.setdefault(int(ident), table)
+                context["extraction_ids"] = ids
+            if feed.format == qlik_kafka.FORMAT:
+                kafka_catalog = qlik_kafka.KafkaCatalog()
+                kafka_catalog.add_columns([c for cols in catalog.values() for c in cols])
+                kafka_catalog.add_columns(by_feed.get(feed.name, []))
+                context["kafka_catalog"] = kafka_catalog
+                context["registry_schemas"] = _registry_schemas(feed.path, feed.options)
+                topic_tables = dict(feed.options.get("topic_tables") or {})
+                for (f, ident), (schema, table) in self.config.table_identifiers.items():
+                    if f == feed.name:
+                        topic_tables.setdefault(ident, f"{schema}.{table}")
+                context["options"]["topic_tables"] = topic_tables
+            out[feed.name] = context
+        return out
+
+    # -- running --------------------------------------------------------------------------
+    def stage(self) -> StageSummary:
+        """Run one ingest batch over every feed; return what it did."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        batch_id = new_batch_id()
+        summary = StageSummary(batch_id)
+        self.ensure_tables()
+        committed = self.committed_batches()
+        self.log(f"staging batch {batch_id}")
+        candidates = self.plan(self.manifest(), summary)
+        if not candidates:
+            self.log("  nothing new to ingest")
+            return summary
+        spark = self.spark
+        cand_schema = pa.schema(
+            [
+                ("feed", STR),
+                ("format", STR),
+                ("path", STR),
+                ("source_file", STR),
+                ("modification_time", TS),
+                ("start", I64),
+                ("start_index", I64),
+                ("expected_prefix_sha256", STR),
+                ("sidecar", STR),
+                ("is_final", BOOL),
+            ]
+        )
+        cand_df = spark.createDataFrame(
+            [asdict(c) for c in candidates], from_arrow_schema(cand_schema)
+        )
+        files = (
+            spark.read.format("binaryFile")
+            .load([c.path for c in candidates])
+            # binaryFile reports `file:/abs/path`; candidates hold `/abs/path`
+            .select(F.regexp_replace("path", "^file:", "").alias("path"), "content")
+        )
+        parallelism = max(1, min(len(candidates), spark.sparkContext.defaultParallelism * 2))
+        joined = (
+            cand_df.join(files, "path", "inner")
+            .drop("path")
+            .repartition(parallelism, "source_file")
+        )
+        kafka_metadata: list[tuple[MetadataColumn, str]] = []
+        if any(c.format == qlik_kafka.FORMAT for c in candidates):
+            known = self.known_metadata(committed)
+            meta_rows = (
+                joined.where(F.col("format") == qlik_kafka.FORMAT)
+                .mapInArrow(
+                    make_metadata_udf(), from_arrow_schema(pa.schema(RAW_TABLES["raw_metadata"]))
+                )
+                .collect()
+            )
+            kafka_metadata = known + [(_metadata_from_row(r.asDict()), r.feed) for r in meta_rows]
+        contexts = self.contexts(kafka_metadata)
+        scratch = self.config.lake_root / "_scratch" / batch_id
+        decoded = joined.mapInArrow(make_decode_udf(contexts), from_arrow_schema(decoded_schema()))
+        self.log(f"  decoding {len(candidates)} file(s) on {parallelism} task(s)")
+        decoded.write.mode("overwrite").parquet(str(scratch))
+        out = spark.read.parquet(str(scratch))
+        ingested_at = dt.datetime.now(dt.UTC)
+        for table in KINDS:  # raw_ingested_files is last: it commits the batch
+            part = out.where(F.col("kind") == table).select(f"{table}.*")
+            part.withColumn("ingested_at", F.lit(ingested_at)).write.mode("append").parquet(
+                str(self._table_path(table) / f"ingest_batch_id={batch_id}")
+            )
+        for row in (
+            out.where(F.col("kind") == "raw_ingested_files")
+            .select("raw_ingested_files.*")
+            .collect()
+        ):
+            info = row.asDict()
+            summary.per_file.append(info)
+            if info["status"] == "refused":
+                summary.files_refused.append(f"{info['feed']}/{info['source_file']}")
+            else:
+                summary.files_ingested += 1
+            summary.rows[info["feed"]] = summary.rows.get(info["feed"], 0) + info["rows"]
+            summary.rejects[info["feed"]] = summary.rejects.get(info["feed"], 0) + info["rejects"]
+        shutil.rmtree(scratch, ignore_errors=True)
+        for info in sorted(summary.per_file, key=lambda i: (i["feed"], i["source_file"])):
+            self.log(
+                f"    {info['feed']}: {info['source_file']} [{info['status']}] "
+                f"bytes {info['byte_start']}-{info['byte_end']}, {info['rows']} rows, {info['rejects']} rejects"
+            )
+        for name in summary.files_refused:
+            self.log(f"  REFUSED {name}: its already-ingested prefix changed (see raw_rejects)")
+        return summary
+
+
+def _metadata_from_row(row: Mapping[str, Any]) -> MetadataColumn:
+    fields = MetadataColumn.__slots__
+    return MetadataColumn(**{k: row.get(k) for k in fields})
+
+
+def _registry_schemas(feed_path: Path, options: Mapping[str, Any]) -> dict[int, str]:
+    """Read ``<schema_dir>/<id>.avsc`` files (Confluent schema ids) named by the feed option."""
+    folder = options.get("schema_dir")
+    if not folder:
+        return {}
+    path = (feed_path / folder).resolve()
+    return {
+        int(p.stem): p.read_text(encoding="utf-8") for p in path.glob("*.avsc") if p.stem.isdigit()
+    }
