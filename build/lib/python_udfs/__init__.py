@@ -1,1 +1,0 @@
-"""cdc_changelog staging layer: pure-Python decoders, Spark glue, CLI and sample-feed simulator."""
