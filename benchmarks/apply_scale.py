@@ -37,7 +37,9 @@ from python_udfs.cli import DEMO_TRUNCATE_EVERY
 from python_udfs.config import load_project
 from python_udfs.simulator import JP_TABLES, Simulation, simulate, write_feed
 
-REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.spark_project import REPO, make_project  # noqa: E402
+
 CORES = os.cpu_count() or 2
 PEER = {"full": 43.0, "incremental": 33.0, "no-op": 18.0}
 FEEDS = {
@@ -348,13 +350,7 @@ def main() -> None:
     for name in doomed:
         path = work / name
         shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
-    project.mkdir(parents=True)
-    for name in ("dbt_project.yml", "profiles.yml"):
-        shutil.copy(REPO / name, project / name)
-    for name in ("models", "macros", "seeds", "tests"):
-        shutil.copytree(
-            REPO / name, project / name, ignore=shutil.ignore_patterns("*.py", "__pycache__")
-        )
+    make_project(work)  # the dbt project copy the end-to-end tests use, in work/project
     env = {
         **os.environ,
         "CDC_LANDING_ROOT": str(landing),
