@@ -15,6 +15,7 @@ Each step is printed against baseline (a) and the peer figures of Spark's Auto C
 measured on this machine (issue 5): full 43 s, incremental 33 s, no-op 18 s.
 
     .venv/bin/python benchmarks/apply_scale.py [--events 5000000] [--keys 200000] [--workdir DIR]
+        [--reuse-staged]   # with --workdir: start at the full build over the raw tables staged there
 """
 
 from __future__ import annotations
@@ -349,7 +350,10 @@ def main() -> None:
         doomed = ("project", "landing", "lake", "src", "increment_landed")
     for name in doomed:
         path = work / name
-        shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
     make_project(work)  # the dbt project copy the end-to-end tests use, in work/project
     env = {
         **os.environ,
