@@ -101,15 +101,46 @@ def dbt_build(
 
 
 def run(
-    config: ProjectConfig, extra_vars: dict[str, Any], dbt_args: list[str] | None = None, log=print
+    config: ProjectConfig,
+    extra_vars: dict[str, Any],
+    dbt_args: list[str] | None = None,
+    log=print,
+    *,
+    force: bool = False,
+    unit_tests: bool = False,
 ):
-    """Stage, then ``dbt build`` in the same SparkSession. Returns ``(summary, dbt_ok)``."""
+    """Stage, then ``dbt build`` in the same SparkSession. Returns ``(summary, dbt_ok)``.
+
+    ``dbt build`` is skipped when staging committed no new batch and nothing the build reads
+    changed since the last successful build (:mod:`python_udfs.build_state`): the marts are
+    already what a build would write. ``force`` builds anyway; extra ``dbt_args`` always build.
+    dbt unit tests (SQL logic on mocked rows, not data) run only with ``unit_tests``, as dbt
+    recommends for production runs; ``make test`` runs them.
+    """
+    from python_udfs import build_state
     from python_udfs.spark import get_spark
 
     _export_roots(config)
     spark = get_spark(config.lake_root)
     summary = stage(config, spark, log)
-    ok = dbt_build(config, extra_vars, dbt_args)
+    fingerprint = build_state.build_fingerprint(config.project_dir, config.lake_root, extra_vars)
+    if (
+        not force
+        and not dbt_args
+        and not unit_tests
+        and fingerprint == build_state.last_build(config.lake_root)
+    ):
+        log(
+            "nothing new since the last successful build: dbt build skipped (cdc run --force builds)"
+        )
+        return summary, True
+    build_state.forget_build(config.lake_root)
+    args = list(dbt_args or [])
+    if not unit_tests:
+        args += ["--exclude-resource-type", "unit_test"]
+    ok = dbt_build(config, extra_vars, args)
+    if ok and not dbt_args:
+        build_state.record_build(config.lake_root, fingerprint, summary.ingest_batch_id)
     return summary, ok
 
 
@@ -508,6 +539,16 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--json", action="store_true", help="print one JSON object per row")
         if name == "run":
             p.add_argument(
+                "--force",
+                action="store_true",
+                help="run dbt build even when nothing changed since the last successful build",
+            )
+            p.add_argument(
+                "--unit-tests",
+                action="store_true",
+                help="also run the dbt unit tests (SQL logic on mocked rows)",
+            )
+            p.add_argument(
                 "dbt_args", nargs=argparse.REMAINDER, help="extra dbt build arguments after --"
             )
     args = parser.parse_args(argv)
@@ -534,7 +575,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             started = time.monotonic()
             dbt_args = [a for a in (args.dbt_args or []) if a != "--"]
-            summary, ok = run(config, extra, dbt_args, log)
+            summary, ok = run(
+                config, extra, dbt_args, log, force=args.force, unit_tests=args.unit_tests
+            )
             if ok:
                 print_summary(config, summary, time.monotonic() - started)
             return 0 if ok else 1

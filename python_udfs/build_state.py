@@ -1,0 +1,93 @@
+"""The fingerprint of what the last successful ``dbt build`` of ``cdc run`` read.
+
+A run with nothing new compares it and skips the build. A build's inputs are the committed ingest batches (the partition folders of
+``raw_ingested_files``, written last by staging, ADR 0002), the dbt project's own files
+(models, macros, seeds, tests, ``dbt_project.yml``, ``profiles.yml``), the ``--vars`` override,
+the dbt target and schema. Their fingerprint is a SHA-256 over all of them, read from file
+names and bytes only (no Spark job, no dbt parse). ``cdc run`` deletes the stored fingerprint
+before it starts dbt and writes it only after a build without extra dbt arguments succeeded, so
+a run killed or failed in between never leaves a fingerprint that claims a build that did not
+happen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+#: The dbt project's folders and files whose content a build depends on.
+PROJECT_INPUTS = ("dbt_project.yml", "profiles.yml", "models", "macros", "seeds", "tests/dbt")
+#: Where the fingerprint of the last successful build lives, under the lake root.
+STATE_FILE = Path("cdc_state") / "last_build.json"
+
+
+def committed_batches(lake_root: Path) -> list[str]:
+    """Return the sorted ids of committed ingest batches.
+
+    They are the partition folders of the manifest
+    (``<lake>/raw/raw_ingested_files/ingest_batch_id=<id>``) that hold a parquet file.
+    """
+    manifest = lake_root / "raw" / "raw_ingested_files"
+    if not manifest.is_dir():
+        return []
+    return sorted(
+        folder.name.split("=", 1)[1]
+        for folder in manifest.glob("ingest_batch_id=*")
+        if any(folder.glob("*.parquet"))
+    )
+
+
+def build_fingerprint(project_dir: Path, lake_root: Path, extra_vars: Mapping[str, Any]) -> str:
+    """Return the hex SHA-256 of everything a ``dbt build`` of this project reads (see above).
+
+    Environment: ``CDC_DBT_TARGET`` and ``CDC_DBT_SCHEMA`` choose where dbt builds, so they
+    count. Files are hashed by path relative to ``project_dir`` and content (bytes).
+    """
+    digest = hashlib.sha256()
+
+    def add(label: str, data: bytes) -> None:
+        digest.update(label.encode("utf-8") + b"\0" + len(data).to_bytes(8, "big") + data)
+
+    for name in PROJECT_INPUTS:
+        path = project_dir / name
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+        for file in files:
+            if "__pycache__" in file.parts or file.suffix == ".pyc":
+                continue
+            add(file.relative_to(project_dir).as_posix(), file.read_bytes())
+    add("batches", "\n".join(committed_batches(lake_root)).encode("ascii"))
+    add("vars", json.dumps(dict(extra_vars), sort_keys=True, default=str).encode("utf-8"))
+    for env in ("CDC_DBT_TARGET", "CDC_DBT_SCHEMA"):
+        add(env, os.environ.get(env, "").encode("utf-8"))
+    return digest.hexdigest()
+
+
+def last_build(lake_root: Path) -> str | None:
+    """Return the fingerprint of the last successful build, or None when none is recorded."""
+    try:
+        return json.loads((lake_root / STATE_FILE).read_text(encoding="utf-8"))["fingerprint"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def forget_build(lake_root: Path) -> None:
+    """Remove the recorded fingerprint (before a build starts)."""
+    (lake_root / STATE_FILE).unlink(missing_ok=True)
+
+
+def record_build(lake_root: Path, fingerprint: str, built_at: str) -> None:
+    """Record ``fingerprint`` as the last successful build.
+
+    Written to a temporary file, then renamed, so a reader never sees half a file.
+    """
+    path = lake_root / STATE_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = path.with_suffix(".tmp")
+    scratch.write_text(
+        json.dumps({"fingerprint": fingerprint, "built_at": built_at}), encoding="utf-8"
+    )
+    scratch.replace(path)
