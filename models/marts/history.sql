@@ -34,7 +34,12 @@ valid_versions as (
 newest_versions as (
     select
         *,
-        row_number() over (partition by version_id order by history_generation desc) as generation_rank
+        row_number() over (
+            -- a version_id names its key: partitioning by the key columns as well lets a
+            -- filter on the key (the scoped data tests) reach the version store
+            partition by feed, source_schema, source_table, primary_key, version_id
+            order by history_generation desc
+        ) as generation_rank
     from valid_versions
 ),
 

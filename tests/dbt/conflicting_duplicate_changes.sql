@@ -6,7 +6,9 @@
     content differs means the source replayed something else under the same change sequence,
     and is listed here (a warning: run with --warn-error to fail on it). Only the Qlik formats
     carry their position in the record; the other feeds' positions come from the file name and
-    byte offset, where a changed file is refused by staging instead.
+    byte offset, where a changed file is refused by staging instead. Checks the positions
+    delivered by batches staged since the run before the last one; var cdc_test_scope: all
+    checks every delivery.
 -#}
 
 with
@@ -17,7 +19,8 @@ change_table_rows as (
         header__change_seq as change_position,
         header__change_oper as operation,
         to_json(data) as content,
-        source_file
+        source_file,
+        ingest_batch_id
     from {{ source('qlik_change_tables', 'raw_qlik_change_tables') }}
     where {{ cdc_committed_batches() }} and file_kind != 'full_load'
 ),
@@ -28,7 +31,8 @@ kafka_messages as (
         change_sequence as change_position,
         operation,
         to_json(struct(data, before_data)) as content,
-        source_file
+        source_file,
+        ingest_batch_id
     from {{ source('qlik_kafka', 'raw_qlik_kafka') }}
     where {{ cdc_committed_batches() }} and operation != 'REFRESH'
 ),
@@ -39,6 +43,15 @@ deliveries as (
     select * from kafka_messages
 ),
 
+new_deliveries as (
+    select distinct
+        feed,
+        change_position,
+        operation
+    from deliveries
+    where {{ cdc_new_batches_predicate() }}
+),
+
 conflicts as (
     select
         feed,
@@ -47,6 +60,7 @@ conflicts as (
         count(distinct content) as variants,
         collect_set(source_file) as source_files
     from deliveries
+    where (feed, change_position, operation) in (select * from new_deliveries)
     group by feed, change_position, operation
     having count(distinct content) > 1
 )

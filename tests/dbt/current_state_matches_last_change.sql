@@ -3,6 +3,7 @@
     INSERT, UPDATE or LOAD that does not sort before the table's last reset (a TRUNCATE, or the
     first row of a full load: the LOAD rows of one table and transaction); a DELETE, or an UPDATE
     that moved the row to another key, ends it. Every live key is in current state, no other.
+    Checks the keys the last run touched; var cdc_test_scope: all checks every key.
 -#}
 
 with
@@ -13,6 +14,7 @@ change_log as (
 
 current_state as (
     select * from {{ ref('current_state') }}
+    where {{ cdc_touched_keys_predicate() }}
 ),
 
 table_resets as (
@@ -65,6 +67,7 @@ last_events as (
         max_by(ends_row, event_order) as last_ends_row,
         max(event_order) as last_order
     from key_events
+    where {{ cdc_touched_keys_predicate() }}
     group by feed, source_schema, source_table, primary_key
 ),
 

@@ -1,6 +1,7 @@
 {#-
     History replayed to its last version is current state: the current, not deleted versions
-    are exactly the rows of current_state, with the same values.
+    are exactly the rows of current_state, with the same values. Checks the keys the last run
+    touched; var cdc_test_scope: all checks every key.
 -#}
 
 with
@@ -13,7 +14,7 @@ current_versions as (
         primary_key,
         to_json(array_sort(map_entries(row))) as row_text
     from {{ ref('history') }}
-    where is_current and not is_deleted
+    where is_current and not is_deleted and {{ cdc_touched_keys_predicate() }}
 ),
 
 current_rows as (
@@ -24,6 +25,7 @@ current_rows as (
         primary_key,
         to_json(array_sort(map_entries(row))) as row_text
     from {{ ref('current_state') }}
+    where {{ cdc_touched_keys_predicate() }}
 ),
 
 differences as (

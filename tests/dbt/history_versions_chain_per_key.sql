@@ -3,12 +3,14 @@
     opened them, each version is closed exactly by the next one (valid_to_position and
     valid_to equal the next valid_from_position and valid_from), only the last is current and
     open, and a key has exactly one current version.
+    Checks the keys the last run touched; var cdc_test_scope: all checks every key.
 -#}
 
 with
 
 history as (
     select * from {{ ref('history') }}
+    where {{ cdc_touched_keys_predicate() }}
 ),
 
 ordered as (
