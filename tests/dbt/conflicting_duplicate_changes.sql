@@ -60,7 +60,10 @@ conflicts as (
         count(distinct content) as variants,
         collect_set(source_file) as source_files
     from deliveries
-    where (feed, change_position, operation) in (select * from new_deliveries)
+    where (feed, change_position, operation) in (
+        select new_deliveries.feed, new_deliveries.change_position, new_deliveries.operation
+        from new_deliveries
+    )
     group by feed, change_position, operation
     having count(distinct content) > 1
 )
