@@ -61,7 +61,10 @@ conflicts as (
         collect_set(source_file) as source_files
     from deliveries
     where (feed, change_position, operation) in (
-        select new_deliveries.feed, new_deliveries.change_position, new_deliveries.operation
+        select
+            new_deliveries.feed,
+            new_deliveries.change_position,
+            new_deliveries.operation
         from new_deliveries
     )
     group by feed, change_position, operation
