@@ -82,17 +82,3 @@
         order by change_position, source_file, record_index
     )
 {% endmacro %}
-
-
-{% macro cdc_transaction_number(transaction_indicator, order_by) %}
-    {#-
-        Running number of the transaction a record belongs to, from GoldenGate-style transaction
-        indicators (0 first, 1 middle, 2 last, 3 only) over the feed's records in `order_by`
-        order: every 0 or 3 starts a new transaction, so a transaction continues across files.
-    -#}
-    sum(case when {{ transaction_indicator }} in (0, 3) then 1 else 0 end) over (
-        partition by feed
-        order by {{ order_by }}
-        rows between unbounded preceding and current row
-    )
-{% endmacro %}

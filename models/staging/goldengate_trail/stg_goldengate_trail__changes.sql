@@ -1,7 +1,9 @@
 {#-
     GoldenGate trail records in the canonical change event shape (DESIGN.md §5).
     change_position = 10-digit trail seqno + 20-digit RBA. Transactions are grouped from
-    TransInd over the ordered records of the feed, across trail files (cdc_transaction_number).
+    TransInd: a record belongs to the transaction begun by the last TransInd 0 or 3 record at or
+    before it, in its trail file or, for a transaction that continues from an earlier file, in
+    the feed's earlier files (found per file, then carried over one row per file).
     A FieldComp before image (B record) is paired with the A record that follows it, and the
     UPDATE takes the B record's position (option update_pair_position: before). Metadata (170),
     DDL (160) and unknown IOTypes change no rows.
@@ -26,11 +28,54 @@ deduplicated as (
     {{ cdc_first_delivery('positioned', 'feed, record_position') }}
 ),
 
-transaction_numbered as (
+transaction_starts_in_file as (
+    -- the last record at or before this one, in its own trail file, that starts a transaction
+    -- (TransInd 0 first or 3 only): a running frame per file, so a feed's files spread over cores
     select
         *,
-        {{ cdc_transaction_number('trans_ind', 'record_position') }} as transaction_number
+        max(case when trans_ind in (0, 3) then record_position end) over (
+            partition by feed, trail_seqno
+            order by record_position
+            rows between unbounded preceding and current row
+        ) as start_in_file
     from deduplicated
+),
+
+file_last_starts as (
+    select
+        feed,
+        trail_seqno,
+        max(start_in_file) as last_start_in_file
+    from transaction_starts_in_file
+    group by feed, trail_seqno
+),
+
+carried_starts as (
+    -- one row per trail file: the last transaction start of the feed's earlier files, for the
+    -- records of a file that continue a transaction begun in an earlier file
+    select
+        feed,
+        trail_seqno,
+        max(last_start_in_file) over (
+            partition by feed
+            order by trail_seqno
+            rows between unbounded preceding and 1 preceding
+        ) as carried_start
+    from file_last_starts
+),
+
+transaction_numbered as (
+    select
+        transaction_starts_in_file.*,
+        -- records before the feed's first transaction start form one group of their own
+        coalesce(
+            transaction_starts_in_file.start_in_file, carried_starts.carried_start, ''
+        ) as transaction_start
+    from transaction_starts_in_file
+    inner join carried_starts
+        on
+            transaction_starts_in_file.feed = carried_starts.feed
+            and transaction_starts_in_file.trail_seqno = carried_starts.trail_seqno
 ),
 
 transactions_marked as (
@@ -38,24 +83,26 @@ transactions_marked as (
         *,
         coalesce(
             first(transaction_id, true) over (
-                partition by feed, transaction_number
+                partition by feed, transaction_start
                 order by record_position
                 rows between unbounded preceding and unbounded following
             ),
             concat('gg:', first(record_position) over (
-                partition by feed, transaction_number
+                partition by feed, transaction_start
                 order by record_position
                 rows between unbounded preceding and unbounded following
             ))
         ) as resolved_transaction_id,
-        max(trans_ind in (2, 3)) over (partition by feed, transaction_number) as has_transaction_end,
-        lag(io_type) over (partition by feed order by record_position) as previous_io_type,
-        lag(before_after) over (partition by feed order by record_position) as previous_before_after,
-        lag(table_name) over (partition by feed order by record_position) as previous_table_name,
-        lag(audit_pos) over (partition by feed order by record_position) as previous_audit_pos,
-        lag(record_position) over (partition by feed order by record_position) as previous_record_position,
-        lag(data) over (partition by feed order by record_position) as previous_data
+        max(trans_ind in (2, 3)) over (partition by feed, transaction_start) as has_transaction_end,
+        -- a FieldComp before image (B) and its after image are records of one transaction
+        lag(io_type) over records_in_transaction as previous_io_type,
+        lag(before_after) over records_in_transaction as previous_before_after,
+        lag(table_name) over records_in_transaction as previous_table_name,
+        lag(audit_pos) over records_in_transaction as previous_audit_pos,
+        lag(record_position) over records_in_transaction as previous_record_position,
+        lag(data) over records_in_transaction as previous_data
     from transaction_numbered
+    window records_in_transaction as (partition by feed, transaction_start order by record_position)
 ),
 
 row_changes as (
@@ -93,7 +140,6 @@ canonical as (
         end as change_position,
         operation,
         resolved_transaction_id as transaction_id,
-        transaction_number,
         has_transaction_end,
         to_timestamp(io_time) as committed_at,
         case

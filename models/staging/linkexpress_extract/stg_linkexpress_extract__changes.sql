@@ -6,7 +6,8 @@
     gone). An empty full extract (0xffff) is a TRUNCATE.
     One-table files (table unit, group full extracts) are one transaction each, as the decoder
     marks them; in group differential files a transaction runs up to the next commit record
-    (0x8000), across files, and records with no commit after them yet stay pending. The file
+    (0x8000), across files (found per file, then carried over one row per file), and records
+    with no commit after them yet stay pending. The file
     carries no times: committed_at is the extract file's modification time (UTC).
 -#}
 
@@ -43,17 +44,60 @@ deduplicated as (
     {{ cdc_first_delivery('positioned', 'feed, record_position') }}
 ),
 
-commits_found as (
+commits_in_file as (
+    -- the first commit record (0x8000) at or after this row in its own file, as a running
+    -- frame in descending order (a current-row-to-unbounded-following frame is n² in Spark);
+    -- per file, so a feed's files spread over cores
     select
         *,
         min(case when operation_code = 32768 then record_position end) over (
-            partition by feed, transaction_id is null
-            -- the first COMMIT at or after this row, as a running frame in descending order:
-            -- Spark recomputes a current-row-to-unbounded-following frame for every row (n²)
+            partition by feed, file_name
             order by record_position desc
             rows between unbounded preceding and current row
-        ) as next_commit_position
+        ) as commit_in_file
     from deduplicated
+    where transaction_id is null
+),
+
+file_first_commits as (
+    select
+        feed,
+        file_name,
+        min(commit_in_file) as first_commit_in_file
+    from commits_in_file
+    group by feed, file_name
+),
+
+carried_commits as (
+    -- one row per file: the first commit record of the feed's later files, for the group
+    -- records of a file whose transaction commits in a later file
+    select
+        feed,
+        file_name,
+        min(first_commit_in_file) over (
+            partition by feed
+            order by file_name desc
+            rows between unbounded preceding and 1 preceding
+        ) as carried_commit
+    from file_first_commits
+),
+
+commits_found as (
+    select
+        commits_in_file.*,
+        coalesce(commits_in_file.commit_in_file, carried_commits.carried_commit) as next_commit_position
+    from commits_in_file
+    inner join carried_commits
+        on
+            commits_in_file.feed = carried_commits.feed
+            and commits_in_file.file_name = carried_commits.file_name
+    union all
+    select
+        *,
+        cast(null as string) as commit_in_file,
+        cast(null as string) as next_commit_position
+    from deduplicated
+    where transaction_id is not null
 ),
 
 record_changes as (
