@@ -213,10 +213,14 @@ def test_change_log_is_unique_ordered_and_has_paired_update_images(oracle_run):
 def test_rerun_changes_nothing_and_an_appended_file_adds_exactly_its_changes(oracle_run):
     sim, project, landing, lake, *_ = oracle_run
     before_log, before_state = read_mart(lake, "change_log"), _state(lake)
-    cdc(project, "run", landing=landing, lake=lake)
+    forced = cdc(project, "run", "--force", landing=landing, lake=lake)  # every model runs
+    assert "dbt build skipped" not in forced.stdout and "PASS=" in forced.stdout
     assert sorted(r["change_id"] for r in read_mart(lake, "change_log")) == sorted(
         r["change_id"] for r in before_log
     )
+    assert _state(lake) == before_state
+    skipped = cdc(project, "run", landing=landing, lake=lake)  # nothing new since that build
+    assert "dbt build skipped" in skipped.stdout and "PASS=" not in skipped.stdout
     assert _state(lake) == before_state
     new_file = landing / "qlik_ct_demo" / "SALES.ORDER_LINES__ct" / "20990101-000000000.csv"
     header = "header__change_seq,header__change_oper,header__change_mask,header__stream_position,header__operation,header__transaction_id,header__timestamp,"

@@ -1,0 +1,53 @@
+"""The fingerprint that lets `cdc run` skip a build with nothing new (python_udfs.build_state)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from python_udfs import build_state
+from tests.spark_project import make_project
+
+
+def _commit_batch(lake: Path, batch: str) -> None:
+    folder = lake / "raw" / "raw_ingested_files" / f"ingest_batch_id={batch}"
+    folder.mkdir(parents=True)
+    (folder / "part-0.parquet").write_bytes(b"PAR1")
+
+
+def test_fingerprint_follows_committed_batches_project_files_vars_and_target(tmp_path, monkeypatch):
+    monkeypatch.delenv("CDC_DBT_TARGET", raising=False)
+    project, lake = make_project(tmp_path), tmp_path / "lake"
+    first = build_state.build_fingerprint(project, lake, {})
+    assert build_state.build_fingerprint(project, lake, {}) == first
+
+    # a batch folder without a parquet file is a batch killed before its manifest: not committed
+    (lake / "raw" / "raw_ingested_files" / "ingest_batch_id=20240101T000000000000").mkdir(
+        parents=True
+    )
+    assert build_state.build_fingerprint(project, lake, {}) == first
+    _commit_batch(lake, "20240102T000000000000")
+    assert build_state.committed_batches(lake) == ["20240102T000000000000"]
+    with_batch = build_state.build_fingerprint(project, lake, {})
+    assert with_batch != first
+
+    (project / "models" / "__pycache__").mkdir()
+    (project / "models" / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    assert build_state.build_fingerprint(project, lake, {}) == with_batch
+    model = project / "models" / "marts" / "current_state.sql"
+    model.write_text(model.read_text() + "\n-- edited\n")
+    edited = build_state.build_fingerprint(project, lake, {})
+    assert edited != with_batch
+    assert build_state.build_fingerprint(project, lake, {"cdc_test_scope": "all"}) != edited
+    monkeypatch.setenv("CDC_DBT_TARGET", "thrift")
+    assert build_state.build_fingerprint(project, lake, {}) != edited
+
+
+def test_recorded_build_is_read_back_and_forgotten(tmp_path):
+    lake = tmp_path / "lake"
+    assert build_state.last_build(lake) is None
+    build_state.record_build(lake, "abc", "20240101T000000000000")
+    assert build_state.last_build(lake) == "abc"
+    build_state.forget_build(lake)
+    assert build_state.last_build(lake) is None
+    (lake / build_state.STATE_FILE).write_text("not json")
+    assert build_state.last_build(lake) is None
