@@ -18,3 +18,29 @@ def samples() -> Path:
             f"real samples not found at {SAMPLES}: ../shared must sit beside the repository"
         )
     return SAMPLES
+
+
+@pytest.fixture(scope="session")
+def uninterrupted_run(tmp_path_factory):
+    """The crash workload (seed 23) landed in ``len(KILLS)`` rounds, one uninterrupted
+    ``cdc run`` each: ``(src, marts)``. Shared with the Thrift Server test, which builds the
+    same files in one batch through the server and must reach the same marts."""
+    from tests.spark_project import cdc
+    from tests.test_crash_safety import (
+        KILLS,
+        _land_round,
+        _marts,
+        _project,
+        _rounds,
+        write_workloads,
+    )
+
+    root = tmp_path_factory.mktemp("uninterrupted")
+    src, landing, lake = root / "src", root / "landing", root / "lake"
+    write_workloads(src, seed=23)
+    project = _project(root, landing)
+    rounds = _rounds(src)
+    for k in range(len(KILLS)):
+        _land_round(src, landing, rounds, k)
+        cdc(project, "run", landing=landing, lake=lake)
+    return src, _marts(project, landing, lake)

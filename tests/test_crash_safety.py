@@ -105,31 +105,38 @@ def _marts(project: Path, landing: Path, lake: Path) -> dict:
     }
 
 
-def test_runs_killed_at_any_point_and_rerun_build_the_same_marts(tmp_path):
-    src = tmp_path / "src"
-    write_workloads(src, seed=23)
+def _land_round(src: Path, landing: Path, rounds: list[list[list[Path]]], k: int) -> None:
+    for feed_rounds in rounds:
+        for path in feed_rounds[k]:
+            target = landing / path.relative_to(src)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+            os.utime(target, (path.stat().st_mtime, path.stat().st_mtime))
+
+
+def _rounds(src: Path) -> list[list[list[Path]]]:
+    return [landing_rounds(src / name, rounds=len(KILLS)) for name in FEEDS]
+
+
+def _project(root: Path, landing: Path) -> Path:
     seeds = catalog_rows({name: fmt for name, (fmt, _options) in FEEDS.items()})
-    rounds = [landing_rounds(src / name, rounds=len(KILLS)) for name in FEEDS]
-    results = {}
-    for label in ("uninterrupted", "killed"):
-        root = tmp_path / label
-        landing, lake = root / "landing", root / "lake"
-        project = make_project(root, FEEDS_YAML, seeds=seeds, typed_models=False)
-        for name in FEEDS:
-            (landing / name).mkdir(parents=True)
-        for k, kills in enumerate(KILLS):
-            for feed_rounds in rounds:
-                for path in feed_rounds[k]:
-                    target = landing / path.relative_to(src)
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(path.read_bytes())
-                    os.utime(target, (path.stat().st_mtime, path.stat().st_mtime))
-            if label == "killed":
-                for marker in kills:
-                    _killed_run(project, landing, lake, marker)
-            cdc(project, "run", landing=landing, lake=lake)
-        results[label] = _marts(project, landing, lake)
-    uninterrupted, killed = results["uninterrupted"], results["killed"]
+    project = make_project(root, FEEDS_YAML, seeds=seeds, typed_models=False)
+    for name in FEEDS:
+        (landing / name).mkdir(parents=True)
+    return project
+
+
+def test_runs_killed_at_any_point_and_rerun_build_the_same_marts(tmp_path, uninterrupted_run):
+    src, uninterrupted = uninterrupted_run
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    project = _project(tmp_path, landing)
+    rounds = _rounds(src)
+    for k, kills in enumerate(KILLS):
+        _land_round(src, landing, rounds, k)
+        for marker in kills:
+            _killed_run(project, landing, lake, marker)
+        cdc(project, "run", landing=landing, lake=lake)
+    killed = _marts(project, landing, lake)
     assert len(uninterrupted["change_log"]) > 100 and uninterrupted["pending_changes"]
     assert len({json.loads(r)["change_id"] for r in killed["change_log"]}) == len(
         killed["change_log"]

@@ -17,7 +17,7 @@ import pytest
 
 from python_udfs.simulator import catalog_rows
 from tests.spark_project import cdc, make_project
-from tests.test_crash_safety import FEEDS, FEEDS_YAML, _marts, write_workloads
+from tests.test_crash_safety import FEEDS, FEEDS_YAML, _marts
 
 pytestmark = [
     pytest.mark.spark,
@@ -43,56 +43,53 @@ def _wait_for_port(port: int, proc: subprocess.Popen, log: Path, timeout: float 
     raise AssertionError(f"Thrift Server did not listen on {port}:\n{log.read_text()[-4000:]}")
 
 
-def test_dbt_build_through_a_loopback_thrift_server_matches_the_embedded_run(tmp_path):
-    src = tmp_path / "src"
-    write_workloads(src, seed=31)
+def test_dbt_build_through_a_loopback_thrift_server_matches_the_embedded_run(
+    tmp_path, uninterrupted_run
+):
+    # The embedded run: the crash test's uninterrupted runs over the same files (landed in
+    # rounds there; incremental rounds and one batch build the same marts, test_end_to_end).
+    src, embedded = uninterrupted_run
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    shutil.copytree(src, landing)
     seeds = catalog_rows({name: fmt for name, (fmt, _options) in FEEDS.items()})
-    marts = {}
-    for target in ("embedded", "thrift"):
-        root = tmp_path / target
-        landing, lake = root / "landing", root / "lake"
-        shutil.copytree(src, landing)
-        project = make_project(root, FEEDS_YAML, seeds=seeds, typed_models=False)
-        if target == "embedded":
-            cdc(project, "run", landing=landing, lake=lake)
-        else:
-            cdc(project, "stage", landing=landing, lake=lake)
-            port = _free_port()
-            env = {
-                **os.environ,
-                "CDC_LANDING_ROOT": str(landing),
-                "CDC_LAKE_ROOT": str(lake),
-                "CDC_THRIFT_PORT": str(port),
-            }
-            log = root / "thrift.log"
-            with log.open("w") as out:
-                server = subprocess.Popen(
-                    [sys.executable, "-m", "python_udfs.cli", "--project-dir", str(project)]
-                    + ["thrift-server", "--port", str(port)],
-                    env=env,
-                    cwd=project,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            try:
-                _wait_for_port(port, server, log)
-                dbt = Path(sys.executable).parent / "dbt"
-                build = subprocess.run(
-                    [str(dbt), "build", "--target", "thrift", "--profiles-dir", str(project)]
-                    + ["--project-dir", str(project)],
-                    env=env,
-                    cwd=project,
-                    capture_output=True,
-                    text=True,
-                    timeout=900,
-                )
-                assert build.returncode == 0, build.stdout[-6000:]
-                assert "ERROR=0" in build.stdout and "PASS=" in build.stdout
-            finally:
-                os.killpg(server.pid, signal.SIGTERM)
-                server.wait(timeout=60)
-        marts[target] = _marts(project, landing, lake)
-    assert len(marts["embedded"]["history"]) > 100
-    for mart, rows in marts["embedded"].items():
-        assert marts["thrift"][mart] == rows, mart
+    project = make_project(tmp_path, FEEDS_YAML, seeds=seeds, typed_models=False)
+    cdc(project, "stage", landing=landing, lake=lake)
+    port = _free_port()
+    env = {
+        **os.environ,
+        "CDC_LANDING_ROOT": str(landing),
+        "CDC_LAKE_ROOT": str(lake),
+        "CDC_THRIFT_PORT": str(port),
+    }
+    log = tmp_path / "thrift.log"
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "python_udfs.cli", "--project-dir", str(project)]
+            + ["thrift-server", "--port", str(port)],
+            env=env,
+            cwd=project,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        _wait_for_port(port, server, log)
+        dbt = Path(sys.executable).parent / "dbt"
+        build = subprocess.run(
+            [str(dbt), "build", "--target", "thrift", "--profiles-dir", str(project)]
+            + ["--project-dir", str(project)],
+            env=env,
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert build.returncode == 0, build.stdout[-6000:]
+        assert "ERROR=0" in build.stdout and "PASS=" in build.stdout
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+    thrift = _marts(project, landing, lake)
+    assert len(embedded["history"]) > 100
+    for mart, rows in embedded.items():
+        assert thrift[mart] == rows, mart
