@@ -51,7 +51,7 @@ benchmark: $(STAMP)
 	$(BIN)/python benchmarks/goldengate_throughput.py
 	$(BIN)/python benchmarks/japanese_throughput.py
 
-## Scale benchmark of the whole pipeline (issue 5): staging, full build, baseline, incremental.
+## Scale benchmark (issues 5, 11): histories of 0.5M and 5M events, the same new batch on each.
 benchmark-scale: $(STAMP)
 	$(BIN)/python benchmarks/apply_scale.py
 

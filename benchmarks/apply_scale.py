@@ -1,20 +1,24 @@
-"""Scale benchmark of the whole pipeline (issue 5; not part of the test suite).
+"""Scale benchmark of the whole pipeline (issues 5 and 11; not part of the test suite).
 
-Generates N change events (default 5,000,000 over 200,000 keys: one fifth per feed, all five
-feed formats, mixed operations) with the sample-feed simulator, keeps the last 1 % of each
-feed's transactions aside, then times and prints, with the peak memory (RSS of the process
-tree: Python, dbt and the Spark JVM) of each step:
+For each history size (default 500,000 and 5,000,000 change events over 200,000 keys: one fifth
+per feed, all five feed formats, mixed operations), the sample-feed simulator writes the history
+and, after it, a batch of new changes of the same size for every history (default 50,000 events,
+all feeds). Then it times and prints, with the peak memory (RSS of the process tree: Python, dbt
+and the Spark JVM) of each step:
 
-1. staging, feed by feed (``cdc stage``): records/s and MB/s, and records/s per core;
+1. staging of the history, feed by feed (``cdc stage``): records/s, MB/s, records/s per core;
 2. a full ``dbt build`` (``cdc run``; dbt's own elapsed time, models and tests apart);
 3. baseline (a): a minimal hand-written PySpark plan computing current state from the same
    raw tables (window over position, last event per key, deletes dropped), written as parquet;
-4. an incremental run after landing the 1 % of new changes, and a run with nothing new.
+4. the run that applies the new batch (``cdc run`` after landing it);
+5. a run with nothing new (``cdc run``: the build is skipped, only its wall time counts), and
+   the same forced (``cdc run --force``: every model and test runs over nothing new).
 
-Each step is printed against baseline (a) and the peer figures of Spark's Auto CDC flow
-measured on this machine (issue 5): full 43 s, incremental 33 s, no-op 18 s.
+Last, the ratio of each run between the largest and the smallest history: a run that costs what
+its new data costs has a ratio near 1.
 
-    .venv/bin/python benchmarks/apply_scale.py [--events 5000000] [--keys 200000] [--workdir DIR]
+    .venv/bin/python benchmarks/apply_scale.py [--histories 500000,5000000] [--batch 50000]
+        [--keys 200000] [--workdir DIR]
         [--reuse-staged]   # with --workdir: start at the full build over the raw tables staged there
 """
 
@@ -42,7 +46,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.spark_project import REPO, make_project  # noqa: E402
 
 CORES = os.cpu_count() or 2
-PEER = {"full": 43.0, "incremental": 33.0, "no-op": 18.0}
 FEEDS = {
     "qlik_ct_demo": "qlik_change_tables",
     "qlik_kafka_demo": "qlik_kafka",
@@ -271,9 +274,12 @@ def manifest_rows(lake: Path) -> list[dict]:
     return ds.dataset(str(path), format="parquet", partitioning="hive").to_table().to_pylist()
 
 
-def write_feeds(args: argparse.Namespace, work: Path, project: Path, landing: Path) -> None:
-    """Simulate the workload and write each feed's base and increment files under work/src."""
-    per_feed, keys_per_feed = args.events // len(FEEDS), args.keys // len(FEEDS)
+def write_feeds(
+    events: int, batch: int, keys: int, work: Path, project: Path, landing: Path
+) -> None:
+    """Simulate ``events`` + ``batch`` changes and write each feed's history ("base") and new
+    batch ("increment") files under work/src."""
+    per_feed, keys_per_feed = (events + batch) // len(FEEDS), keys // len(FEEDS)
     load_rows = keys_per_feed // 3
     transactions = int((per_feed - 3 * load_rows) / 2.5)  # 1–4 changes per transaction
     started = time.perf_counter()
@@ -293,7 +299,7 @@ def write_feeds(args: argparse.Namespace, work: Path, project: Path, landing: Pa
     started = time.perf_counter()
     for feed, fmt in FEEDS.items():
         sim = japanese if fmt in ("hirdb_update_sql", "linkexpress_extract") else western
-        base, increment = split(sim, args.increment)
+        base, increment = split(sim, batch / (events + batch))
         options = {**feeds[feed].options, **WRITER_OPTIONS.get(fmt, {})}
         write_feed(base, fmt, work / "src" / "base" / feed, options)
         write_feed(increment, fmt, work / "src" / "increment" / feed, options)
@@ -324,20 +330,9 @@ def stage_feeds(work: Path, landing: Path, lake: Path, cdc: list, env: dict, pro
     return staged_records
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--events", type=int, default=5_000_000, help="change events, all feeds")
-    parser.add_argument("--keys", type=int, default=200_000, help="primary keys, all feeds")
-    parser.add_argument("--increment", type=float, default=0.01, help="share of new changes")
-    parser.add_argument("--workdir", type=Path, help="keep files here (default: a temp folder)")
-    parser.add_argument(
-        "--reuse-staged",
-        action="store_true",
-        help="start at the full build, reusing the files and raw tables staged by an earlier run "
-        "in --workdir that stopped before its incremental step (dbt tables are dropped)",
-    )
-    args = parser.parse_args()
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="cdc_bench_"))
+def measure(args: argparse.Namespace, events: int, work: Path) -> dict[str, tuple]:
+    """Run every step over one history of ``events`` changes in ``work``; return
+    {step: (dbt seconds or None, wall seconds, peak RSS bytes)} and print the figures."""
     project, landing, lake = work / "project", work / "landing", work / "lake"
     if args.reuse_staged:
         if (
@@ -345,7 +340,13 @@ def main() -> None:
             or (work / "increment_landed").exists()
         ):
             raise SystemExit(f"--reuse-staged: no staged run to reuse in {work}; run without it")
-        doomed = ("project", "lake/warehouse", "lake/metastore_db", "lake/_scratch")
+        doomed = (
+            "project",
+            "lake/warehouse",
+            "lake/metastore_db",
+            "lake/_scratch",
+            "lake/cdc_state",
+        )
     else:
         doomed = ("project", "landing", "lake", "src", "increment_landed")
     for name in doomed:
@@ -362,23 +363,30 @@ def main() -> None:
         "COLUMNS": "200",
     }
     cdc = [sys.executable, "-m", "python_udfs.cli", "--project-dir", str(project)]
-
+    print(f"=== history of {events:,} events, new batch of {args.batch:,} ({work})")
     if args.reuse_staged:
         staged_records = sum(m["rows"] + m["rejects"] for m in manifest_rows(lake))
         print(f"reusing {staged_records:,} staged records of an earlier run in {work}\n")
     else:
-        write_feeds(args, work, project, landing)
+        write_feeds(events, args.batch, args.keys, work, project, landing)
         staged_records = stage_feeds(work, landing, lake, cdc, env, project)
-    rows: list[tuple] = []
-    wall, peak, _out = run_step(cdc + ["run"], env, project)
-    full = dbt_times(project)
-    rows.append(("full dbt build", full[0], wall, peak))
-    applies = {"full dbt build": apply_seconds(project)}
-    print(
-        f"\nfull dbt build: {full[0]:.1f} s (models {full[1]:.1f} s, tests {full[2]:.1f} s); "
-        f"cdc run wall {wall:.1f} s, peak {peak / 2**30:.1f} GiB"
-    )
+    steps: dict[str, tuple] = {}
+    applies: dict[str, dict[str, float]] = {}
 
+    def dbt_step(step: str, *options: str) -> None:
+        wall, peak, out = run_step(cdc + ["run", *options], env, project)
+        if "dbt build skipped" in out:
+            steps[step] = (None, wall, peak)
+            return
+        seconds, models, tests = dbt_times(project)
+        steps[step] = (seconds, wall, peak)
+        applies[step] = apply_seconds(project)
+        print(
+            f"{step}: dbt {seconds:.1f} s (models {models:.1f} s, tests {tests:.1f} s); "
+            f"cdc run wall {wall:.1f} s, peak {peak / 2**30:.1f} GiB"
+        )
+
+    dbt_step("full dbt build")
     script = work / "baseline.py"
     script.write_text(BASELINE, encoding="utf-8")
     wall, peak, out = run_step(
@@ -387,36 +395,60 @@ def main() -> None:
         REPO,
     )
     baseline_seconds, baseline_rows = (float(x) for x in out.split("BASELINE ")[1].split()[:2])
-    print(
-        f"baseline (a) PySpark plan: {baseline_seconds:.1f} s ({int(baseline_rows):,} live rows); "
-        f"wall {wall:.1f} s, peak {peak / 2**30:.1f} GiB"
-    )
-
+    steps["baseline (a) PySpark plan"] = (baseline_seconds, wall, peak)
+    print(f"baseline (a): {baseline_seconds:.1f} s ({int(baseline_rows):,} live rows)")
     land(work / "src" / "increment", landing)
     (work / "increment_landed").touch()  # the staged state is no longer the base alone
-    wall, peak, _out = run_step(cdc + ["run"], env, project)
-    incremental = dbt_times(project)
-    rows.append(("incremental run (+1 %)", incremental[0], wall, peak))
-    applies["incremental run (+1 %)"] = apply_seconds(project)
-    wall, peak, _out = run_step(cdc + ["run"], env, project)
-    noop = dbt_times(project)
-    rows.append(("no-op run", noop[0], wall, peak))
-    applies["no-op run"] = apply_seconds(project)
+    dbt_step("run with the new batch")
+    dbt_step("no-op run")
+    dbt_step("no-op run, forced", "--force")
 
+    full = steps["full dbt build"][0]
     print(
-        f"\n{'step':24s} {'dbt s':>8s} {'wall s':>8s} {'peak GiB':>9s} {'÷ baseline':>11s} {'÷ full':>7s} {'peer s':>7s}"
+        f"\n{'step':28s} {'dbt s':>8s} {'wall s':>8s} {'peak GiB':>9s} {'÷ baseline':>11s} {'÷ full':>7s}"
     )
-    for (step, seconds, wall, peak), peer in zip(rows, PEER.values(), strict=True):
+    for step, (seconds, wall, peak) in steps.items():
+        shown = seconds if seconds is not None else 0.0
+        label = f"{shown:8.1f}" if seconds is not None else f"{'skipped':>8s}"
         print(
-            f"{step:24s} {seconds:8.1f} {wall:8.1f} {peak / 2**30:9.1f} {seconds / baseline_seconds:11.2f} "
-            f"{seconds / full[0]:7.2f} {peer:7.1f}"
+            f"{step:28s} {label} {wall:8.1f} {peak / 2**30:9.1f} "
+            f"{(seconds or wall) / baseline_seconds:11.2f} {(seconds or wall) / full:7.2f}"
         )
-    print("\napply models alone (seconds; baseline (a) computes current state straight from raw):")
+    print("\napply models alone (seconds):")
     for step, seconds in applies.items():
-        total = sum(seconds.values())
         parts = ", ".join(f"{name} {value:.1f}" for name, value in seconds.items())
-        print(f"  {step:24s} {total:7.1f} s  ({parts}); ÷ baseline {total / baseline_seconds:.2f}")
-    print(f"\n{staged_records:,} records staged; work folder {work}")
+        print(f"  {step:28s} {sum(seconds.values()):7.1f} s  ({parts})")
+    print(f"\n{staged_records:,} records staged\n")
+    return steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--histories",
+        default="500000,5000000",
+        help="comma-separated history sizes in change events, all feeds",
+    )
+    parser.add_argument("--batch", type=int, default=50_000, help="new change events, all feeds")
+    parser.add_argument("--keys", type=int, default=200_000, help="primary keys, all feeds")
+    parser.add_argument("--workdir", type=Path, help="keep files here (default: a temp folder)")
+    parser.add_argument(
+        "--reuse-staged",
+        action="store_true",
+        help="start at the full build, reusing the files and raw tables staged by an earlier run "
+        "in --workdir that stopped before its new batch (dbt tables are dropped)",
+    )
+    args = parser.parse_args()
+    histories = [int(x) for x in args.histories.split(",")]
+    root = args.workdir or Path(tempfile.mkdtemp(prefix="cdc_bench_"))
+    results = {events: measure(args, events, root / f"history_{events}") for events in histories}
+    if len(histories) > 1:
+        small, large = min(histories), max(histories)
+        print(f"cost of the history: each run at {large:,} events ÷ the same run at {small:,}")
+        for step in ("run with the new batch", "no-op run", "no-op run, forced"):
+            (s_dbt, s_wall, _), (l_dbt, l_wall, _) = results[small][step], results[large][step]
+            ratio = f"dbt {l_dbt / s_dbt:.2f}, " if s_dbt and l_dbt else ""
+            print(f"  {step:28s} {ratio}wall {l_wall / s_wall:.2f}")
 
 
 if __name__ == "__main__":
