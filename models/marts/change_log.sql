@@ -1,9 +1,10 @@
 {#-
     The change log of every feed: complete transactions only (DESIGN.md §5, §6.1). Incremental:
     each run appends, as partition applied_generation = this run's generation, the complete
-    changes whose change_id is not in the log yet (new ingest batches, and transactions whose
-    end arrived). Re-delivered changes (same change_id) are never appended twice, so a run
-    killed half way and started again appends exactly what is missing.
+    changes of its working set (new ingest batches, and the batches of transactions still open,
+    ADR 0007) whose change_id is not in the log yet. Re-delivered changes (same change_id) are
+    never appended twice, so a run killed half way and started again appends exactly what is
+    missing.
 -#}
 
 {{ config(
@@ -24,8 +25,16 @@ committed_changes as (
 ),
 
 {% if is_incremental() %}
+candidate_ids as (
+    select change_id from committed_changes
+),
+
 applied_changes as (
-    select change_id from {{ this }}
+    -- the run's candidates already in the log: a semi-join whose small side (this run's
+    -- working set) is broadcast, so the log is read once, by its change_id column, unshuffled
+    select applied.change_id
+    from {{ this }} as applied
+    left semi join candidate_ids on applied.change_id = candidate_ids.change_id
 ),
 
 new_changes as (

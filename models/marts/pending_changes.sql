@@ -22,7 +22,8 @@ open_changes as (
         committed_at,
         source_file,
         record_offset,
-        ingest_batch_id
+        ingest_batch_id,
+        transaction_first_batch_id
     from changes
     where not is_transaction_complete
 )

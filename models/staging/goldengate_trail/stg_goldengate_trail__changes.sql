@@ -13,7 +13,7 @@ with
 
 raw_records as (
     select * from {{ source('goldengate_trail', 'raw_goldengate_trail') }}
-    where {{ cdc_committed_batches() }}
+    where {{ cdc_committed_batches() }} and {{ cdc_working_batches() }}
 ),
 
 positioned as (
@@ -94,6 +94,8 @@ transactions_marked as (
             ))
         ) as resolved_transaction_id,
         max(trans_ind in (2, 3)) over (partition by feed, transaction_start) as has_transaction_end,
+        -- every record counts, before images and metadata records included
+        min(ingest_batch_id) over (partition by feed, transaction_start) as transaction_first_batch_id,
         -- a FieldComp before image (B) and its after image are records of one transaction
         lag(io_type) over records_in_transaction as previous_io_type,
         lag(before_after) over records_in_transaction as previous_before_after,
@@ -151,7 +153,8 @@ canonical as (
         source_file,
         record_offset,
         record_index,
-        ingest_batch_id
+        ingest_batch_id,
+        transaction_first_batch_id
     from row_changes
 ),
 

@@ -12,7 +12,7 @@ with
 
 raw_lines as (
     select * from {{ source('hirdb_update_sql', 'raw_hirdb_update_sql') }}
-    where {{ cdc_committed_batches() }}
+    where {{ cdc_committed_batches() }} and {{ cdc_working_batches() }}
 ),
 
 positioned as (
@@ -86,6 +86,7 @@ canonical as (
 sequenced as (
     select
         *,
+        min(ingest_batch_id) over (partition by feed, transaction_id) as transaction_first_batch_id,
         {{ cdc_position_in_transaction() }} as transaction_sequence,
         cast(null as array<string>) as changed_columns,
         has_transaction_end and row_number() over (

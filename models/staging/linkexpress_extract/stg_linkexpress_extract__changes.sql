@@ -15,7 +15,7 @@ with
 
 raw_records as (
     select * from {{ source('linkexpress_extract', 'raw_linkexpress_extract') }}
-    where {{ cdc_committed_batches() }}
+    where {{ cdc_committed_batches() }} and {{ cdc_working_batches() }}
 ),
 
 file_times as (
@@ -130,6 +130,7 @@ record_changes as (
 sequenced as (
     select
         *,
+        min(ingest_batch_id) over (partition by feed, transaction_id) as transaction_first_batch_id,
         concat_ws(':', feed, change_position) as change_id,
         {{ cdc_position_in_transaction() }} as transaction_sequence,
         cast(null as array<string>) as changed_columns,

@@ -8,7 +8,7 @@ with
 
 raw_change_table_rows as (
     select * from {{ source('qlik_change_tables', 'raw_qlik_change_tables') }}
-    where {{ cdc_committed_batches() }}
+    where {{ cdc_committed_batches() }} and {{ cdc_working_batches() }}
 ),
 
 classified as (
@@ -106,6 +106,7 @@ canonical as (
 sequenced as (
     select
         *,
+        min(ingest_batch_id) over (partition by feed, transaction_id) as transaction_first_batch_id,
         {{ cdc_position_in_transaction() }} as transaction_sequence
     from canonical
 ),

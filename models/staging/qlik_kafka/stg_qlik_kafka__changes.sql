@@ -8,7 +8,7 @@ with
 
 raw_messages as (
     select * from {{ source('qlik_kafka', 'raw_qlik_kafka') }}
-    where {{ cdc_committed_batches() }}
+    where {{ cdc_committed_batches() }} and {{ cdc_working_batches() }}
 ),
 
 classified as (
@@ -67,6 +67,7 @@ canonical as (
 sequenced as (
     select
         *,
+        min(ingest_batch_id) over (partition by feed, transaction_id) as transaction_first_batch_id,
         coalesce(
             cast(transaction_event_counter as int),
             {{ cdc_position_in_transaction() }}
