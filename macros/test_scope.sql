@@ -49,6 +49,25 @@
 {% endmacro %}
 
 
+{% macro cdc_scope_predicate(model_name, predicate, generation_index=-1, when_missing='false') %}
+    {#-
+        `predicate` (SQL text) with `{relation}` replaced by the model's relation and
+        `{generation}` by one of its partition values (generation_index: -1 the newest, -2 the
+        one before). 'true' when tests check all history (cdc_tests_check_all_history) and at
+        parse time; `when_missing` when the model has fewer partitions than that.
+    -#}
+    {%- if not execute or cdc_tests_check_all_history() -%}
+        {{ return('true') }}
+    {%- endif -%}
+    {%- set relation = cdc_model_relation(model_name) -%}
+    {%- set generations = cdc_partition_values(relation) -%}
+    {%- if generations | length < -generation_index -%}
+        {{ return(when_missing) }}
+    {%- endif -%}
+    {{ return(predicate | replace('{relation}', relation | string) | replace('{generation}', generations[generation_index])) }}
+{% endmacro %}
+
+
 {% macro cdc_touched_keys_predicate(prefix='') %}
     {#-
         SQL predicate on (feed, source_schema, source_table, primary_key): the key's versions were
@@ -57,61 +76,10 @@
         'true' when tests check all history (cdc_tests_check_all_history); 'false' before any
         run applied a change. `prefix` qualifies the columns, e.g. 'history.'.
     -#}
-    {%- if not execute or cdc_tests_check_all_history() -%}
-        {{ return('true') }}
-    {%- endif -%}
-    {%- set versions = cdc_model_relation('int_history_versions') -%}
-    {%- set generations = cdc_partition_values(versions) -%}
-    {%- if not generations -%}
-        {{ return('false') }}
-    {%- endif -%}
-    {%- set predicate -%}
-        ({{ prefix }}feed, {{ prefix }}source_schema, {{ prefix }}source_table, {{ prefix }}primary_key) in (
-            select touched.feed, touched.source_schema, touched.source_table, touched.primary_key
-            from {{ versions }} as touched
-            where touched.history_generation = '{{ generations[-1] }}'
-        )
-    {%- endset -%}
-    {{ return(predicate) }}
-{% endmacro %}
-
-
-{% macro cdc_new_changes_predicate(prefix='') %}
-    {#-
-        SQL predicate on change_id: the change was appended to change_log by the last run that
-        appended any (its newest applied_generation partition). 'true' when tests check all
-        history; 'false' before any change was applied.
-    -#}
-    {%- if not execute or cdc_tests_check_all_history() -%}
-        {{ return('true') }}
-    {%- endif -%}
-    {%- set change_log = cdc_model_relation('change_log') -%}
-    {%- set generations = cdc_partition_values(change_log) -%}
-    {%- if not generations -%}
-        {{ return('false') }}
-    {%- endif -%}
-    {%- set predicate -%}
-        {{ prefix }}change_id in (
-            select new_changes.change_id
-            from {{ change_log }} as new_changes
-            where new_changes.applied_generation = '{{ generations[-1] }}'
-        )
-    {%- endset -%}
-    {{ return(predicate) }}
-{% endmacro %}
-
-
-{% macro cdc_last_generation_predicate(prefix='') %}
-    {#-
-        SQL predicate on applied_generation: the row was appended to change_log by the last run
-        that appended any (a partition filter). 'true' when tests check all history; 'false'
-        before any change was applied.
-    -#}
-    {%- if not execute or cdc_tests_check_all_history() -%}
-        {{ return('true') }}
-    {%- endif -%}
-    {%- set generations = cdc_partition_values(cdc_model_relation('change_log')) -%}
-    {{ return(prefix ~ "applied_generation = '" ~ generations[-1] ~ "'" if generations else 'false') }}
+    {{ return(cdc_scope_predicate('int_history_versions',
+        '(' ~ prefix ~ 'feed, ' ~ prefix ~ 'source_schema, ' ~ prefix ~ 'source_table, ' ~ prefix ~ 'primary_key) in ('
+        ~ 'select touched.feed, touched.source_schema, touched.source_table, touched.primary_key'
+        ~ " from {relation} as touched where touched.history_generation = '{generation}')")) }}
 {% endmacro %}
 
 
@@ -121,22 +89,31 @@
         changes (the newest history_generation partition of int_history_versions). 'true' when
         tests check all history; 'false' before any run applied a change.
     -#}
-    {%- if not execute or cdc_tests_check_all_history() -%}
-        {{ return('true') }}
-    {%- endif -%}
-    {%- set versions = cdc_model_relation('int_history_versions') -%}
-    {%- set generations = cdc_partition_values(versions) -%}
-    {%- if not generations -%}
-        {{ return('false') }}
-    {%- endif -%}
-    {%- set predicate -%}
-        {{ prefix }}version_id in (
-            select touched.version_id
-            from {{ versions }} as touched
-            where touched.history_generation = '{{ generations[-1] }}'
-        )
-    {%- endset -%}
-    {{ return(predicate) }}
+    {{ return(cdc_scope_predicate('int_history_versions',
+        prefix ~ "version_id in (select touched.version_id from {relation} as touched"
+        ~ " where touched.history_generation = '{generation}')")) }}
+{% endmacro %}
+
+
+{% macro cdc_new_changes_predicate(prefix='') %}
+    {#-
+        SQL predicate on change_id: the change was appended to change_log by the last run that
+        appended any (its newest applied_generation partition). 'true' when tests check all
+        history; 'false' before any change was applied.
+    -#}
+    {{ return(cdc_scope_predicate('change_log',
+        prefix ~ "change_id in (select new_changes.change_id from {relation} as new_changes"
+        ~ " where new_changes.applied_generation = '{generation}')")) }}
+{% endmacro %}
+
+
+{% macro cdc_last_generation_predicate(prefix='') %}
+    {#-
+        SQL predicate on applied_generation: the row was appended to change_log by the last run
+        that appended any (a partition filter). 'true' when tests check all history; 'false'
+        before any change was applied.
+    -#}
+    {{ return(cdc_scope_predicate('change_log', prefix ~ "applied_generation = '{generation}'")) }}
 {% endmacro %}
 
 
@@ -147,14 +124,9 @@
         so every batch the last run staged, and any staged since, is in scope. 'true' when tests
         check all history or change_log has fewer than two generations.
     -#}
-    {%- if not execute or cdc_tests_check_all_history() -%}
-        {{ return('true') }}
-    {%- endif -%}
-    {%- set generations = cdc_partition_values(cdc_model_relation('change_log')) -%}
-    {%- if generations | length < 2 -%}
-        {{ return('true') }}
-    {%- endif -%}
-    {{ return(prefix ~ "ingest_batch_id > '" ~ generations[-2] ~ "'") }}
+    {{ return(cdc_scope_predicate(
+        'change_log', prefix ~ "ingest_batch_id > '{generation}'", generation_index=-2, when_missing='true'
+    )) }}
 {% endmacro %}
 
 

@@ -109,7 +109,7 @@ def run(
     force: bool = False,
     unit_tests: bool = False,
 ):
-    """Stage, then ``dbt build`` in the same SparkSession. Returns ``(summary, dbt_ok)``.
+    """Stage, then ``dbt build`` in the same SparkSession. Returns ``(summary, dbt_ok, built)``.
 
     ``dbt build`` is skipped when staging committed no new batch and nothing the build reads
     changed since the last successful build (:mod:`python_udfs.build_state`): the marts are
@@ -133,7 +133,7 @@ def run(
         log(
             "nothing new since the last successful build: dbt build skipped (cdc run --force builds)"
         )
-        return summary, True
+        return summary, True, False
     build_state.forget_build(config.lake_root)
     args = list(dbt_args or [])
     if not unit_tests:
@@ -141,7 +141,7 @@ def run(
     ok = dbt_build(config, extra_vars, args)
     if ok and not dbt_args:
         build_state.record_build(config.lake_root, fingerprint, summary.ingest_batch_id)
-    return summary, ok
+    return summary, ok, True
 
 
 def print_summary(config: ProjectConfig, summary, elapsed: float) -> None:
@@ -230,7 +230,7 @@ def demo(project_dir: Path, seed: int, log=print) -> int:
         written = simulator.write_feed(sim, feed.format, feed.path, feed.options)
         log(f"  {feed.name}: {written} file(s) written ({feed.format})")
     config = load_project(project_dir)
-    summary, ok = run(config, {}, log=log)
+    summary, ok, _built = run(config, {}, log=log)
     if not ok:
         log("dbt build failed; see the output above")
         return 1
@@ -575,11 +575,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             started = time.monotonic()
             dbt_args = [a for a in (args.dbt_args or []) if a != "--"]
-            summary, ok = run(
+            summary, ok, built = run(
                 config, extra, dbt_args, log, force=args.force, unit_tests=args.unit_tests
             )
-            if ok:
+            if ok and built:
                 print_summary(config, summary, time.monotonic() - started)
+            elif ok:  # the marts are as the last build left them: no need to count them again
+                log(f"elapsed {time.monotonic() - started:.1f} s")
             return 0 if ok else 1
         return scaffold(config, log)
     except ConfigError as exc:
