@@ -17,7 +17,8 @@
         'change_id', 'feed', 'source_schema', 'source_table', 'change_position', 'operation',
         'transaction_id', 'transaction_sequence', 'is_transaction_end', 'committed_at',
         'before_image', 'after_image', 'changed_columns',
-        'source_file', 'record_offset', 'record_index', 'ingest_batch_id', 'transaction_first_batch_id',
+        'source_file', 'record_offset', 'record_index', 'ingest_batch_id',
+        'transaction_first_batch_id', 'transaction_first_source_file',
     ]) }}
 {% endmacro %}
 

@@ -1,19 +1,22 @@
 {% macro cdc_working_set() %}
     {#-
-        The ingest batches this run's staging models read, per feed (ADR 0007), as rows
-        (kind, feed, ingest_batch_id) read from small tables when the calling model compiles:
+        The ingest batches (and files) this run's staging models read, per feed (ADR 0007), as
+        rows (kind, feed, ingest_batch_id, source_file) read from small tables when the calling
+        model compiles:
 
-        - ('all', none, none): every batch of every feed: on the first run, with
+        - ('all', none, none, none): every batch of every feed: on the first run, with
           --full-refresh, or when a state table is missing;
-        - ('all', feed, none): every batch of the feed, for a feed whose new files
+        - ('all', feed, none, none): every batch of the feed, for a feed whose new files
           sort before files already applied (a late file of a GoldenGate trail, a HiRDB
           SQLTXT stream or a Linkexpress feed, whose transactions follow file order);
-        - ('new', none, batch): committed batches not yet in int_staged_batches;
-        - ('from', feed, batch): the feed's batches from the earliest batch holding a record of
-          a transaction still pending (pending_changes.transaction_first_batch_id), so that
+        - ('new', none, batch, none): committed batches not yet in int_staged_batches;
+        - ('from', feed, batch, file): the feed's files from the first file holding a record of
+          a transaction still pending, in the batches from the earliest one holding such a record
+          (pending_changes.transaction_first_source_file, transaction_first_batch_id), so that
           open transactions are grouped again with the records that close them;
-        - ('from', feed, batch): the feed's latest applied batch, whose last records may begin
-          a transaction that has no change row yet (a GoldenGate before image at a file's end).
+        - ('from', feed, batch, file): a GoldenGate feed's latest applied trail file, from the
+          first batch that read it: its last records may begin a transaction that has no change
+          row yet (a before image whose after image is in the file's next part).
 
         Re-reading an applied batch is harmless: change_log appends a change_id once.
         Empty at parse time.
@@ -24,12 +27,16 @@
     {%- set staged = cdc_model_relation('int_staged_batches') -%}
     {%- set pending = cdc_model_relation('pending_changes') -%}
     {%- if flags.FULL_REFRESH or staged is none or pending is none or cdc_model_relation('change_log') is none -%}
-        {{ return([('all', none, none)]) }}
+        {{ return([('all', none, none, none)]) }}
     {%- endif -%}
     {%- set ordered_feeds = ["''"] -%}
+    {%- set trail_feeds = ["''"] -%}
     {%- for feed, spec in var('cdc_feeds', {}).items() -%}
         {%- if spec.get('format') in ('goldengate_trail', 'hirdb_update_sql', 'linkexpress_extract') -%}
             {%- do ordered_feeds.append("'" ~ feed ~ "'") -%}
+        {%- endif -%}
+        {%- if spec.get('format') == 'goldengate_trail' -%}
+            {%- do trail_feeds.append("'" ~ feed ~ "'") -%}
         {%- endif -%}
     {%- endfor -%}
     {%- set query -%}
@@ -39,6 +46,7 @@
             select
                 feed,
                 ingest_batch_id,
+                source_file,
                 byte_start,
                 rows,
                 regexp_extract(source_file, '[^/]+$', 0) as file_name
@@ -86,31 +94,47 @@
         pending_from as (
             select
                 feed,
-                min(transaction_first_batch_id) as first_batch_id
+                min(transaction_first_batch_id) as first_batch_id,
+                min(transaction_first_source_file) as first_source_file
             from {{ pending }}
             group by feed
         ),
 
-        latest_applied as (
+        latest_trail_files as (
             select
                 feed,
-                max(ingest_batch_id) as first_batch_id
+                max(source_file) as source_file
             from applied_files
-            where rows > 0
+            where rows > 0 and feed in ({{ trail_feeds | join(', ') }})
             group by feed
+        ),
+
+        latest_trail_from as (
+            select
+                applied_files.feed,
+                min(applied_files.ingest_batch_id) as first_batch_id,
+                min(applied_files.source_file) as first_source_file
+            from applied_files
+            inner join latest_trail_files
+                on
+                    applied_files.feed = latest_trail_files.feed
+                    and applied_files.source_file = latest_trail_files.source_file
+            group by applied_files.feed
         )
 
-        select 'all' as kind, feed, cast(null as string) as ingest_batch_id from late_feeds
+        select 'all' as kind, feed, cast(null as string) as ingest_batch_id, cast(null as string) as source_file
+        from late_feeds
         union all
-        select 'new' as kind, cast(null as string) as feed, ingest_batch_id from new_batches
+        select 'new' as kind, cast(null as string) as feed, ingest_batch_id, cast(null as string) as source_file
+        from new_batches
         union all
-        select 'from' as kind, feed, first_batch_id from pending_from
+        select 'from' as kind, feed, first_batch_id, first_source_file from pending_from
         union all
-        select 'from' as kind, feed, first_batch_id from latest_applied
+        select 'from' as kind, feed, first_batch_id, first_source_file from latest_trail_from
     {%- endset -%}
     {%- set rows = [] -%}
     {%- for row in run_query(query).rows -%}
-        {%- do rows.append((row[0], row[1], row[2])) -%}
+        {%- do rows.append((row[0], row[1], row[2], row[3])) -%}
     {%- endfor -%}
     {{ return(rows) }}
 {% endmacro %}
@@ -118,33 +142,40 @@
 
 {% macro cdc_working_batches() %}
     {#-
-        SQL predicate on raw table rows (columns feed, ingest_batch_id): the row is in this run's
-        working set (cdc_working_set). Conditions on ingest_batch_id alone prune the raw
-        tables' batch partitions. 'false' when there is nothing to read (no state to carry and
-        no new batch); 'true' at parse time.
+        SQL predicate on raw table rows (columns feed, ingest_batch_id, source_file): the row is
+        in this run's working set (cdc_working_set). Conditions on ingest_batch_id prune the raw
+        tables' batch partitions, conditions on source_file skip parquet row groups by their
+        statistics. 'false' when there is nothing to read (no state to carry and no new batch);
+        'true' at parse time.
     -#}
     {%- if not execute -%}
         {{ return('true') }}
     {%- endif -%}
     {%- set conditions = [] -%}
     {%- set new_batches = [] -%}
-    {%- set first_batches = {} -%}
-    {%- for kind, feed, batch in cdc_working_set() -%}
+    {#- per feed: (first batch, first file) to read from; ('', '') reads every batch -#}
+    {%- set carried = {} -%}
+    {%- for kind, feed, batch, source_file in cdc_working_set() -%}
         {%- if kind == 'all' and feed is none -%}
             {{ return('true') }}
         {%- elif kind == 'all' -%}
-            {%- do first_batches.update({feed: ''}) -%}
+            {%- do carried.update({feed: ('', '')}) -%}
         {%- elif kind == 'new' -%}
             {%- do new_batches.append("'" ~ batch ~ "'") -%}
-        {%- elif feed not in first_batches or batch < first_batches[feed] -%}
-            {%- do first_batches.update({feed: batch}) -%}
+        {%- elif feed in carried -%}
+            {%- do carried.update({feed: ([carried[feed][0], batch] | min, [carried[feed][1], source_file] | min)}) -%}
+        {%- else -%}
+            {%- do carried.update({feed: (batch, source_file)}) -%}
         {%- endif -%}
     {%- endfor -%}
-    {%- for feed, batch in first_batches | dictsort -%}
-        {%- if batch == '' -%}
+    {%- for feed, first in carried | dictsort -%}
+        {%- if first[0] == '' -%}
             {%- do conditions.append("feed = '" ~ feed ~ "'") -%}
         {%- else -%}
-            {%- do conditions.append("(feed = '" ~ feed ~ "' and ingest_batch_id >= '" ~ batch ~ "')") -%}
+            {%- do conditions.append(
+                "(feed = '" ~ feed ~ "' and ingest_batch_id >= '" ~ first[0]
+                ~ "' and source_file >= '" ~ first[1] | replace("'", "\\'") ~ "')"
+            ) -%}
         {%- endif -%}
     {%- endfor -%}
     {%- if new_batches -%}

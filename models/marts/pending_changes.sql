@@ -23,7 +23,8 @@ open_changes as (
         source_file,
         record_offset,
         ingest_batch_id,
-        transaction_first_batch_id
+        transaction_first_batch_id,
+        transaction_first_source_file
     from changes
     where not is_transaction_complete
 )

@@ -96,6 +96,7 @@ transactions_marked as (
         max(trans_ind in (2, 3)) over (partition by feed, transaction_start) as has_transaction_end,
         -- every record counts, before images and metadata records included
         min(ingest_batch_id) over (partition by feed, transaction_start) as transaction_first_batch_id,
+        min(source_file) over (partition by feed, transaction_start) as transaction_first_source_file,
         -- a FieldComp before image (B) and its after image are records of one transaction
         lag(io_type) over records_in_transaction as previous_io_type,
         lag(before_after) over records_in_transaction as previous_before_after,
@@ -154,7 +155,8 @@ canonical as (
         record_offset,
         record_index,
         ingest_batch_id,
-        transaction_first_batch_id
+        transaction_first_batch_id,
+        transaction_first_source_file
     from row_changes
 ),
 

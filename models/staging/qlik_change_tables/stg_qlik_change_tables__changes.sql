@@ -107,6 +107,7 @@ sequenced as (
     select
         *,
         min(ingest_batch_id) over (partition by feed, transaction_id) as transaction_first_batch_id,
+        min(source_file) over (partition by feed, transaction_id) as transaction_first_source_file,
         {{ cdc_position_in_transaction() }} as transaction_sequence
     from canonical
 ),

@@ -68,6 +68,7 @@ sequenced as (
     select
         *,
         min(ingest_batch_id) over (partition by feed, transaction_id) as transaction_first_batch_id,
+        min(source_file) over (partition by feed, transaction_id) as transaction_first_source_file,
         coalesce(
             cast(transaction_event_counter as int),
             {{ cdc_position_in_transaction() }}
