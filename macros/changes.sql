@@ -83,3 +83,15 @@
         order by change_position, source_file, record_index
     )
 {% endmacro %}
+
+
+{% macro cdc_transaction_first_record(partition_by='feed, transaction_id') %}
+    {#-
+        Two window columns locating the earliest record of each record's transaction (the
+        partition `partition_by`): transaction_first_batch_id, its ingest batch, and
+        transaction_first_source_file, its landing file in name order. A pending transaction's
+        records are read again from there by the next run (cdc_working_set, ADR 0007).
+    -#}
+    min(ingest_batch_id) over (partition by {{ partition_by }}) as transaction_first_batch_id,
+    min(source_file) over (partition by {{ partition_by }}) as transaction_first_source_file
+{% endmacro %}

@@ -95,8 +95,7 @@ transactions_marked as (
         ) as resolved_transaction_id,
         max(trans_ind in (2, 3)) over (partition by feed, transaction_start) as has_transaction_end,
         -- every record counts, before images and metadata records included
-        min(ingest_batch_id) over (partition by feed, transaction_start) as transaction_first_batch_id,
-        min(source_file) over (partition by feed, transaction_start) as transaction_first_source_file,
+        {{ cdc_transaction_first_record('feed, transaction_start') }},
         -- a FieldComp before image (B) and its after image are records of one transaction
         lag(io_type) over records_in_transaction as previous_io_type,
         lag(before_after) over records_in_transaction as previous_before_after,

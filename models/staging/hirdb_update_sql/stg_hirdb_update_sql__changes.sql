@@ -86,8 +86,7 @@ canonical as (
 sequenced as (
     select
         *,
-        min(ingest_batch_id) over (partition by feed, transaction_id) as transaction_first_batch_id,
-        min(source_file) over (partition by feed, transaction_id) as transaction_first_source_file,
+        {{ cdc_transaction_first_record() }},
         {{ cdc_position_in_transaction() }} as transaction_sequence,
         cast(null as array<string>) as changed_columns,
         has_transaction_end and row_number() over (

@@ -130,8 +130,7 @@ record_changes as (
 sequenced as (
     select
         *,
-        min(ingest_batch_id) over (partition by feed, transaction_id) as transaction_first_batch_id,
-        min(source_file) over (partition by feed, transaction_id) as transaction_first_source_file,
+        {{ cdc_transaction_first_record() }},
         concat_ws(':', feed, change_position) as change_id,
         {{ cdc_position_in_transaction() }} as transaction_sequence,
         cast(null as array<string>) as changed_columns,

@@ -106,8 +106,7 @@ canonical as (
 sequenced as (
     select
         *,
-        min(ingest_batch_id) over (partition by feed, transaction_id) as transaction_first_batch_id,
-        min(source_file) over (partition by feed, transaction_id) as transaction_first_source_file,
+        {{ cdc_transaction_first_record() }},
         {{ cdc_position_in_transaction() }} as transaction_sequence
     from canonical
 ),

@@ -67,8 +67,7 @@ canonical as (
 sequenced as (
     select
         *,
-        min(ingest_batch_id) over (partition by feed, transaction_id) as transaction_first_batch_id,
-        min(source_file) over (partition by feed, transaction_id) as transaction_first_source_file,
+        {{ cdc_transaction_first_record() }},
         coalesce(
             cast(transaction_event_counter as int),
             {{ cdc_position_in_transaction() }}
