@@ -1,22 +1,24 @@
 {% macro cdc_working_set() %}
     {#-
-        The ingest batches (and files) this run's staging models read, per feed (ADR 0007), as
-        rows (kind, feed, ingest_batch_id, source_file) read from small tables when the calling
-        model compiles:
+        The ingest batches (and records) this run's staging models read, per feed (ADR 0007), as
+        rows (kind, feed, ingest_batch_id, source_file, record_offset) read from small tables
+        when the calling model compiles:
 
-        - ('all', none, none, none): every batch of every feed: on the first run, with
+        - ('all', none, none, none, none): every batch of every feed: on the first run, with
           --full-refresh, or when a state table is missing;
-        - ('all', feed, none, none): every batch of the feed, for a feed whose new files
+        - ('all', feed, none, none, none): every batch of the feed, for a feed whose new files
           sort before files already applied (a late file of a GoldenGate trail, a HiRDB
           SQLTXT stream or a Linkexpress feed, whose transactions follow file order);
-        - ('new', none, batch, none): committed batches not yet in int_staged_batches;
-        - ('from', feed, batch, file): the feed's files from the first file holding a record of
-          a transaction still pending, in the batches from the earliest one holding such a record
-          (pending_changes.transaction_first_source_file, transaction_first_batch_id), so that
-          open transactions are grouped again with the records that close them;
-        - ('from', feed, batch, file): a GoldenGate feed's latest applied trail file, from the
-          first batch that read it: its last records may begin a transaction that has no change
-          row yet (a before image whose after image is in the file's next part).
+        - ('new', none, batch, none, none): committed batches not yet in int_staged_batches;
+        - ('from', feed, batch, file, offset): the feed's records from the first record of a
+          transaction still pending (by file name, then byte offset), in the batches from the
+          earliest one holding such a record (pending_changes.transaction_first_record,
+          transaction_first_batch_id), so that open transactions are grouped again with the
+          records that close them, and no transaction applied before is read in part;
+        - ('from', feed, batch, file, offset): a GoldenGate feed's records from the last
+          transaction start (TransInd 0 or 3) of its latest applied trail file, in the batches
+          from the first that read the file: that transaction may have no change row yet (a
+          before image whose after image is in the file's next part).
 
         Re-reading an applied batch is harmless: change_log appends a change_id once.
         Empty at parse time.
@@ -25,9 +27,10 @@
         {{ return([]) }}
     {%- endif -%}
     {%- set staged = cdc_model_relation('int_staged_batches') -%}
+    {%- set trail_relation = api.Relation.create(schema=var('cdc_raw_schema'), identifier='raw_goldengate_trail') -%}
     {%- set pending = cdc_model_relation('pending_changes') -%}
     {%- if flags.FULL_REFRESH or staged is none or pending is none or cdc_model_relation('change_log') is none -%}
-        {{ return([('all', none, none, none)]) }}
+        {{ return([('all', none, none, none, none)]) }}
     {%- endif -%}
     {%- set ordered_feeds = ["''"] -%}
     {%- set trail_feeds = ["''"] -%}
@@ -95,7 +98,7 @@
             select
                 feed,
                 min(transaction_first_batch_id) as first_batch_id,
-                min(transaction_first_source_file) as first_source_file
+                min(transaction_first_record) as first_record
             from {{ pending }}
             group by feed
         ),
@@ -109,32 +112,51 @@
             group by feed
         ),
 
-        latest_trail_from as (
+        latest_trail_batches as (
             select
                 applied_files.feed,
-                min(applied_files.ingest_batch_id) as first_batch_id,
-                min(applied_files.source_file) as first_source_file
+                applied_files.source_file,
+                min(applied_files.ingest_batch_id) as first_batch_id
             from applied_files
             inner join latest_trail_files
                 on
                     applied_files.feed = latest_trail_files.feed
                     and applied_files.source_file = latest_trail_files.source_file
-            group by applied_files.feed
+            group by applied_files.feed, applied_files.source_file
         )
 
-        select 'all' as kind, feed, cast(null as string) as ingest_batch_id, cast(null as string) as source_file
+        select
+            'all' as kind, feed, cast(null as string) as ingest_batch_id,
+            cast(null as string) as source_file, cast(null as bigint) as record_offset
         from late_feeds
         union all
-        select 'new' as kind, cast(null as string) as feed, ingest_batch_id, cast(null as string) as source_file
+        select
+            'new' as kind, cast(null as string) as feed, ingest_batch_id,
+            cast(null as string) as source_file, cast(null as bigint) as record_offset
         from new_batches
         union all
-        select 'from' as kind, feed, first_batch_id, first_source_file from pending_from
+        select 'from' as kind, feed, first_batch_id, first_record.source_file, first_record.record_offset
+        from pending_from
         union all
-        select 'from' as kind, feed, first_batch_id, first_source_file from latest_trail_from
+        select 'trail' as kind, feed, first_batch_id, source_file, cast(null as bigint) as record_offset
+        from latest_trail_batches
     {%- endset -%}
     {%- set rows = [] -%}
     {%- for row in run_query(query).rows -%}
-        {%- do rows.append((row[0], row[1], row[2], row[3])) -%}
+        {%- if row[0] == 'trail' -%}
+            {#- the last transaction start of the trail's latest file (literal predicates: the
+                raw table's batch partitions and row groups are pruned) -#}
+            {%- set start_query -%}
+                select coalesce(max(record_offset), 0)
+                from {{ trail_relation }}
+                where
+                    feed = '{{ row[1] }}' and ingest_batch_id >= '{{ row[2] }}'
+                    and source_file = '{{ row[3] | replace("'", "\\'") }}' and trans_ind in (0, 3)
+            {%- endset -%}
+            {%- do rows.append(('from', row[1], row[2], row[3], run_query(start_query).rows[0][0])) -%}
+        {%- else -%}
+            {%- do rows.append((row[0], row[1], row[2], row[3], row[4])) -%}
+        {%- endif -%}
     {%- endfor -%}
     {{ return(rows) }}
 {% endmacro %}
@@ -142,10 +164,10 @@
 
 {% macro cdc_working_batches() %}
     {#-
-        SQL predicate on raw table rows (columns feed, ingest_batch_id, source_file): the row is
-        in this run's working set (cdc_working_set). Conditions on ingest_batch_id prune the raw
-        tables' batch partitions, conditions on source_file skip parquet row groups by their
-        statistics. 'false' when there is nothing to read (no state to carry and no new batch);
+        SQL predicate on raw table rows (columns feed, ingest_batch_id, source_file,
+        record_offset): the row is in this run's working set (cdc_working_set). Conditions on
+        ingest_batch_id prune the raw tables' batch partitions, conditions on source_file skip
+        parquet row groups by their statistics. 'false' when there is nothing to read (no state to carry and no new batch);
         'true' at parse time.
     -#}
     {%- if not execute -%}
@@ -153,28 +175,31 @@
     {%- endif -%}
     {%- set conditions = [] -%}
     {%- set new_batches = [] -%}
-    {#- per feed: (first batch, first file) to read from; ('', '') reads every batch -#}
+    {#- per feed: (first batch, first file, first offset) to read from; none reads every batch -#}
     {%- set carried = {} -%}
-    {%- for kind, feed, batch, source_file in cdc_working_set() -%}
+    {%- for kind, feed, batch, source_file, record_offset in cdc_working_set() -%}
         {%- if kind == 'all' and feed is none -%}
             {{ return('true') }}
         {%- elif kind == 'all' -%}
-            {%- do carried.update({feed: ('', '')}) -%}
+            {%- do carried.update({feed: none}) -%}
         {%- elif kind == 'new' -%}
             {%- do new_batches.append("'" ~ batch ~ "'") -%}
-        {%- elif feed in carried -%}
-            {%- do carried.update({feed: ([carried[feed][0], batch] | min, [carried[feed][1], source_file] | min)}) -%}
-        {%- else -%}
-            {%- do carried.update({feed: (batch, source_file)}) -%}
+        {%- elif feed not in carried -%}
+            {%- do carried.update({feed: (batch, (source_file, record_offset))}) -%}
+        {%- elif carried[feed] is not none -%}
+            {%- do carried.update({feed: (
+                [carried[feed][0], batch] | min, [carried[feed][1], (source_file, record_offset)] | min
+            )}) -%}
         {%- endif -%}
     {%- endfor -%}
     {%- for feed, first in carried | dictsort -%}
-        {%- if first[0] == '' -%}
+        {%- if first is none -%}
             {%- do conditions.append("feed = '" ~ feed ~ "'") -%}
         {%- else -%}
+            {%- set file = first[1][0] | replace("'", "\\'") -%}
             {%- do conditions.append(
-                "(feed = '" ~ feed ~ "' and ingest_batch_id >= '" ~ first[0]
-                ~ "' and source_file >= '" ~ first[1] | replace("'", "\\'") ~ "')"
+                "(feed = '" ~ feed ~ "' and ingest_batch_id >= '" ~ first[0] ~ "' and (source_file > '"
+                ~ file ~ "' or (source_file = '" ~ file ~ "' and record_offset >= " ~ first[1][1] ~ ")))"
             ) -%}
         {%- endif -%}
     {%- endfor -%}

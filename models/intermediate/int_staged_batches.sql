@@ -12,7 +12,7 @@
 ) }}
 
 {%- set new_batches = [] -%}
-{%- for kind, feed, batch, source_file in cdc_working_set() -%}
+{%- for kind, feed, batch, source_file, record_offset in cdc_working_set() -%}
     {%- if kind == 'new' -%}
         {%- do new_batches.append(batch) -%}
     {%- endif -%}

@@ -45,7 +45,7 @@ open_changes as (
         incomplete_changes.record_offset,
         incomplete_changes.ingest_batch_id,
         incomplete_changes.transaction_first_batch_id,
-        incomplete_changes.transaction_first_source_file
+        incomplete_changes.transaction_first_record
     from incomplete_changes
     left anti join applied_changes on incomplete_changes.change_id = applied_changes.change_id
 )

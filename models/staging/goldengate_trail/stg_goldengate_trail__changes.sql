@@ -155,7 +155,7 @@ canonical as (
         record_index,
         ingest_batch_id,
         transaction_first_batch_id,
-        transaction_first_source_file
+        transaction_first_record
     from row_changes
 ),
 
