@@ -84,11 +84,11 @@ def _killed_run(project: Path, landing: Path, lake: Path, marker: str) -> None:
 
 
 def _marts(project: Path, landing: Path, lake: Path) -> dict:
-    """The marts, without what differs between two lakes by wall clock (batch and generation)."""
+    """The marts, without what differs between two lakes by wall clock (batch ids, generation)."""
     history = cdc(
         project, "sql", "--json", "select * from cdc.history", landing=landing, lake=lake
     ).stdout.splitlines()
-    drop = {"applied_generation", "ingest_batch_id"}
+    drop = {"applied_generation", "ingest_batch_id", "transaction_first_batch_id"}
     return {
         "change_log": sorted(
             json.dumps({k: v for k, v in r.items() if k not in drop}, default=str)
