@@ -4,7 +4,8 @@ an uninterrupted run (DESIGN.md §6.5): nothing duplicated, nothing lost.
 Real runs are killed with SIGKILL (the whole process group: Python, dbt and the Spark JVM)
 when their output reaches a chosen point: while staging decodes, and before each of the
 models that write state (history versions after change_log was appended, key state after the
-history partition was written, the current-state table after the key state).
+history partition was written, the current-state table after the key state, the staging
+watermark after change_log and pending_changes).
 """
 
 from __future__ import annotations
@@ -39,8 +40,14 @@ STAGING = "decoding "
 BEFORE_HISTORY = "START sql incremental model cdc.int_history_versions"
 BEFORE_KEY_STATE = "START sql incremental model cdc.int_key_state"
 BEFORE_CURRENT_STATE = "START sql table model cdc.current_state"
-#: Per landing round, the kill points of its runs; a last run completes the round.
-KILLS = [[STAGING, BEFORE_HISTORY, BEFORE_KEY_STATE], [BEFORE_CURRENT_STATE, BEFORE_KEY_STATE]]
+BEFORE_STAGED_BATCHES = "START sql incremental model cdc.int_staged_batches"
+#: Per landing round, the kill points of its runs; a last run completes the round. The second
+#: round kills before the staging watermark moves: change_log and pending_changes are written,
+#: int_staged_batches is not, so the next run reads the round's batches again (ADR 0007).
+KILLS = [
+    [STAGING, BEFORE_HISTORY, BEFORE_KEY_STATE],
+    [BEFORE_CURRENT_STATE, BEFORE_STAGED_BATCHES],
+]
 
 
 def write_workloads(src: Path, seed: int) -> None:
