@@ -44,28 +44,3 @@ def uninterrupted_run(tmp_path_factory):
         _land_round(src, landing, rounds, k)
         cdc(project, "run", landing=landing, lake=lake)
     return src, _marts(project, landing, lake)
-
-
-# The suite runs on two pytest-xdist workers (pyproject's addopts: ``-n 2 --dist loadgroup``).
-# Tests sharing an expensive fixture (one that runs `cdc run` several times) must run on one
-# worker, or each worker would build it again; the longest groups start first so that the
-# two workers finish together. Every other test is scheduled on its own.
-SHARED_BUILDS = ("oracle_run", "uninterrupted_run", "scenario_run")
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """Group tests by the shared build they use (xdist_group) and order the groups first."""
-
-    def rank(item) -> int:
-        for position, fixture in enumerate(SHARED_BUILDS):
-            if fixture in item.fixturenames:
-                return position
-        return len(SHARED_BUILDS) + (0 if item.get_closest_marker("spark") else 1)
-
-    for item in items:
-        for fixture in SHARED_BUILDS:
-            if fixture in item.fixturenames:
-                item.add_marker(pytest.mark.xdist_group(fixture))
-                break
-    items.sort(key=rank)
