@@ -1,8 +1,33 @@
 {% macro cdc_working_set() %}
     {#-
+        The ingest batches (and records) this run's staging models read, per feed (ADR 0007):
+        the rows (kind, feed, ingest_batch_id, source_file, record_offset) of int_working_set,
+        which cdc_compute_working_set filled once at the start of this run, read when the
+        calling model compiles. Every staging model and int_staged_batches see the same rows,
+        whatever `cdc stage` commits meanwhile. ('all', none, none, none, none), every batch,
+        when int_working_set does not exist or in a dbt unit test. Empty at parse time.
+    -#}
+    {%- if not execute -%}
+        {{ return([]) }}
+    {%- endif -%}
+    {%- set relation = cdc_model_relation('int_working_set') -%}
+    {%- if relation is none -%}
+        {{ return([('all', none, none, none, none)]) }}
+    {%- endif -%}
+    {%- set rows = [] -%}
+    {%- for row in run_query('select kind, feed, ingest_batch_id, source_file, record_offset from ' ~ relation).rows -%}
+        {%- do rows.append((row[0], row[1], row[2], row[3], row[4])) -%}
+    {%- endfor -%}
+    {{ return(rows) }}
+{% endmacro %}
+
+
+{% macro cdc_compute_working_set() %}
+    {#-
         The ingest batches (and records) this run's staging models read, per feed (ADR 0007), as
-        rows (kind, feed, ingest_batch_id, source_file, record_offset) read from small tables
-        when the calling model compiles:
+        rows (kind, feed, ingest_batch_id, source_file, record_offset) computed from small tables
+        (the manifest, int_staged_batches, pending_changes) when int_working_set compiles, once
+        per run:
 
         - ('all', none, none, none, none): every batch of every feed: on the first run, with
           --full-refresh, or when a state table is missing;
@@ -150,8 +175,8 @@
                 select coalesce(max(record_offset), 0)
                 from {{ trail_relation }}
                 where
-                    feed = '{{ row[1] }}' and ingest_batch_id >= '{{ row[2] }}'
-                    and source_file = '{{ row[3] | replace("'", "\\'") }}' and trans_ind in (0, 3)
+                    feed = {{ cdc_string_literal(row[1]) }} and ingest_batch_id >= {{ cdc_string_literal(row[2]) }}
+                    and source_file = {{ cdc_string_literal(row[3]) }} and trans_ind in (0, 3)
             {%- endset -%}
             {%- do rows.append(('from', row[1], row[2], row[3], run_query(start_query).rows[0][0])) -%}
         {%- else -%}
@@ -183,7 +208,7 @@
         {%- elif kind == 'all' -%}
             {%- do carried.update({feed: none}) -%}
         {%- elif kind == 'new' -%}
-            {%- do new_batches.append("'" ~ batch ~ "'") -%}
+            {%- do new_batches.append(cdc_string_literal(batch)) -%}
         {%- elif feed not in carried -%}
             {%- do carried.update({feed: (batch, (source_file, record_offset))}) -%}
         {%- elif carried[feed] is not none -%}
@@ -194,12 +219,13 @@
     {%- endfor -%}
     {%- for feed, first in carried | dictsort -%}
         {%- if first is none -%}
-            {%- do conditions.append("feed = '" ~ feed ~ "'") -%}
+            {%- do conditions.append("feed = " ~ cdc_string_literal(feed)) -%}
         {%- else -%}
-            {%- set file = first[1][0] | replace("'", "\\'") -%}
+            {%- set file = cdc_string_literal(first[1][0]) -%}
             {%- do conditions.append(
-                "(feed = '" ~ feed ~ "' and ingest_batch_id >= '" ~ first[0] ~ "' and (source_file > '"
-                ~ file ~ "' or (source_file = '" ~ file ~ "' and record_offset >= " ~ first[1][1] ~ ")))"
+                "(feed = " ~ cdc_string_literal(feed) ~ " and ingest_batch_id >= " ~ cdc_string_literal(first[0])
+                ~ " and (source_file > " ~ file ~ " or (source_file = " ~ file
+                ~ " and record_offset >= " ~ first[1][1] ~ ")))"
             ) -%}
         {%- endif -%}
     {%- endfor -%}
@@ -207,4 +233,16 @@
         {%- do conditions.append('ingest_batch_id in (' ~ new_batches | join(', ') ~ ')') -%}
     {%- endif -%}
     {{ return('(' ~ (conditions | join(' or ') if conditions else 'false') ~ ')') }}
+{% endmacro %}
+
+
+{% macro cdc_string_literal(value) %}
+    {#-
+        A Spark SQL string literal of `value` (backslashes and single quotes escaped, as Spark's
+        parser reads them by default), or `cast(null as string)` when it is none.
+    -#}
+    {%- if value is none -%}
+        {{ return('cast(null as string)') }}
+    {%- endif -%}
+    {{ return("'" ~ (value | string | replace('\\', '\\\\') | replace("'", "\\'")) ~ "'") }}
 {% endmacro %}

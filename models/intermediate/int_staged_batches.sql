@@ -18,6 +18,7 @@
     {%- endif -%}
 {%- endfor %}
 
+-- depends_on: {{ ref('int_working_set') }}
 -- depends_on: {{ ref('change_log') }}
 -- depends_on: {{ ref('pending_changes') }}
 

@@ -9,6 +9,8 @@
     DDL (160) and unknown IOTypes change no rows.
 -#}
 
+-- depends_on: {{ ref('int_working_set') }}
+
 with
 
 raw_records as (

@@ -8,6 +8,8 @@
     stamp (formats/hirdb_update_sql.md, Operations).
 -#}
 
+-- depends_on: {{ ref('int_working_set') }}
+
 with
 
 raw_lines as (

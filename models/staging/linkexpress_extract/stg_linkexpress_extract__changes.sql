@@ -11,6 +11,8 @@
     carries no times: committed_at is the extract file's modification time (UTC).
 -#}
 
+-- depends_on: {{ ref('int_working_set') }}
+
 with
 
 raw_records as (

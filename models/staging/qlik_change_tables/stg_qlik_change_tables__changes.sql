@@ -4,6 +4,8 @@
     self-join on change_seq (seeds/qlik_change_tables_ja.txt); full-load rows become LOAD.
 -#}
 
+-- depends_on: {{ ref('int_working_set') }}
+
 with
 
 raw_change_table_rows as (

@@ -4,6 +4,8 @@
     takes its before image from beforeData, else from data (option delete_image_field).
 -#}
 
+-- depends_on: {{ ref('int_working_set') }}
+
 with
 
 raw_messages as (

@@ -1,0 +1,33 @@
+{#-
+    This run's working set (ADR 0007), computed once at the start of the run
+    (cdc_compute_working_set) and read by every staging model and by int_staged_batches when
+    they compile (cdc_working_set): one row per condition, see the macros.
+-#}
+
+{{ config(materialized='table') }}
+
+{%- set rows = cdc_compute_working_set() %}
+
+with
+
+working_set as (
+    {%- for kind, feed, batch, source_file, record_offset in rows %}
+        select
+            {{ cdc_string_literal(kind) }} as kind,
+            {{ cdc_string_literal(feed) }} as feed,
+            {{ cdc_string_literal(batch) }} as ingest_batch_id,
+            {{ cdc_string_literal(source_file) }} as source_file,
+            cast({{ 'null' if record_offset is none else record_offset | int }} as bigint) as record_offset
+        {% if not loop.last %}union all{% endif %}
+    {%- else %}
+        select
+            cast(null as string) as kind,
+            cast(null as string) as feed,
+            cast(null as string) as ingest_batch_id,
+            cast(null as string) as source_file,
+            cast(null as bigint) as record_offset
+        where false
+    {%- endfor %}
+)
+
+select * from working_set
