@@ -1,7 +1,7 @@
 {#-
     The row versions this run computes, as partition history_generation = this run's
-    generation (DESIGN.md §6). Only keys touched since the last applied generation are
-    recomputed:
+    generation (DESIGN.md §6, ADR 0008). Only keys touched since the last applied generation
+    are recomputed:
 
     - keys with new changes in change_log, and every known key of a table with a new reset;
     - fast path: when every new event of a key sorts after the last event already applied to
@@ -10,6 +10,13 @@
     - rebuild: when a new event sorts before that (late delivery of an earlier position, a late
       TRUNCATE or full load), every version of the key is computed again from all of its
       changes in change_log; the history mart then ignores the key's rows of older generations.
+
+    Set-based apply (ADR 0008): a key's events are numbered in change order; a SET (INSERT,
+    LOAD, new key of a key change), a REMOVE (DELETE, old key of a key change, table reset) or
+    the key's current version starts a segment, and an UPDATE (OVERLAY) continues it. The row
+    after each event holds, for every column seen in its segment, the last value an event of the
+    segment up to it carried (a window over a grid of events × columns). A version opens where
+    the row changes. No lambda runs per event.
 
     A run killed before int_key_state is written leaves the watermark where it was, so the next
     run computes these keys again (and more) in its own generation; the history mart keeps the
@@ -63,26 +70,25 @@ new_events as (
     {{ cdc_key_events('new_changes') }}
 ),
 
-key_new_events as (
-    select
-        new_events.feed,
-        new_events.source_schema,
-        new_events.source_table,
-        new_events.primary_key,
-        collect_list(new_events.event) as events,
-        min(event.event_order) as first_event_order
-    from new_events
-    group by new_events.feed, new_events.source_schema, new_events.source_table, new_events.primary_key
-),
-
-table_reset_events as (
+key_first_new_events as (
     select
         feed,
         source_schema,
         source_table,
-        collect_list(event) as resets,
-        min(case when applied_generation > '{{ watermark }}' then reset_order end) as first_new_reset_order
+        primary_key,
+        min(event.event_order) as first_event_order
+    from new_events
+    group by feed, source_schema, source_table, primary_key
+),
+
+table_first_new_resets as (
+    select
+        feed,
+        source_schema,
+        source_table,
+        min(reset_order) as first_new_reset_order
     from table_resets
+    where applied_generation > '{{ watermark }}'
     group by feed, source_schema, source_table
 ),
 
@@ -92,7 +98,7 @@ touched_keys as (
         source_schema,
         source_table,
         primary_key
-    from key_new_events
+    from key_first_new_events
     union
     select
         previous_state.feed,
@@ -100,38 +106,35 @@ touched_keys as (
         previous_state.source_table,
         previous_state.primary_key
     from previous_state
-    inner join table_reset_events
+    inner join table_first_new_resets
         on
-            previous_state.feed = table_reset_events.feed
-            and previous_state.source_schema = table_reset_events.source_schema
-            and previous_state.source_table = table_reset_events.source_table
-    where table_reset_events.first_new_reset_order is not null
+            previous_state.feed = table_first_new_resets.feed
+            and previous_state.source_schema = table_first_new_resets.source_schema
+            and previous_state.source_table = table_first_new_resets.source_table
 ),
 
 classified as (
     select
         touched_keys.*,
-        key_new_events.events as new_key_events,
-        table_reset_events.resets,
         previous_state.current_version,
-        previous_state.last_event_order,
+        previous_state.last_event_order as previous_last_event_order,
         previous_state.rebuilt_generation as previous_rebuilt_generation,
         previous_state.primary_key is not null and (
-            coalesce(key_new_events.first_event_order <= previous_state.last_event_order, false)
-            or coalesce(table_reset_events.first_new_reset_order <= previous_state.last_event_order, false)
+            coalesce(key_first_new_events.first_event_order <= previous_state.last_event_order, false)
+            or coalesce(table_first_new_resets.first_new_reset_order <= previous_state.last_event_order, false)
         ) as is_rebuilt
     from touched_keys
-    left join key_new_events
+    left join key_first_new_events
         on
-            touched_keys.feed = key_new_events.feed
-            and touched_keys.source_schema = key_new_events.source_schema
-            and touched_keys.source_table = key_new_events.source_table
-            and touched_keys.primary_key = key_new_events.primary_key
-    left join table_reset_events
+            touched_keys.feed = key_first_new_events.feed
+            and touched_keys.source_schema = key_first_new_events.source_schema
+            and touched_keys.source_table = key_first_new_events.source_table
+            and touched_keys.primary_key = key_first_new_events.primary_key
+    left join table_first_new_resets
         on
-            touched_keys.feed = table_reset_events.feed
-            and touched_keys.source_schema = table_reset_events.source_schema
-            and touched_keys.source_table = table_reset_events.source_table
+            touched_keys.feed = table_first_new_resets.feed
+            and touched_keys.source_schema = table_first_new_resets.source_schema
+            and touched_keys.source_table = table_first_new_resets.source_table
     left join previous_state
         on
             touched_keys.feed = previous_state.feed
@@ -140,134 +143,380 @@ classified as (
             and touched_keys.primary_key = previous_state.primary_key
 ),
 
-rebuilt_keys as (
-    select
-        feed,
-        source_schema,
-        source_table,
-        primary_key
-    from classified
-    where is_rebuilt
-),
-
 all_events as (
     {{ cdc_key_events('change_log') }}
 ),
 
-rebuilt_key_events as (
-    select
-        all_events.feed,
-        all_events.source_schema,
-        all_events.source_table,
-        all_events.primary_key,
-        collect_list(all_events.event) as events
-    from all_events
-    left semi join rebuilt_keys
+row_events as (
+    -- fast path: the new events of a key continued from its current version
+    select new_events.*
+    from new_events
+    left semi join classified
         on
-            all_events.feed = rebuilt_keys.feed
-            and all_events.source_schema = rebuilt_keys.source_schema
-            and all_events.source_table = rebuilt_keys.source_table
-            and all_events.primary_key = rebuilt_keys.primary_key
-    group by all_events.feed, all_events.source_schema, all_events.source_table, all_events.primary_key
+            new_events.feed = classified.feed
+            and new_events.source_schema = classified.source_schema
+            and new_events.source_table = classified.source_table
+            and new_events.primary_key = classified.primary_key
+            and not classified.is_rebuilt
+    union all
+    -- rebuild: every event of the key
+    select all_events.*
+    from all_events
+    left semi join classified
+        on
+            all_events.feed = classified.feed
+            and all_events.source_schema = classified.source_schema
+            and all_events.source_table = classified.source_table
+            and all_events.primary_key = classified.primary_key
+            and classified.is_rebuilt
 ),
 
-key_events as (
+key_loads as (
+    -- the full loads that set a key: their reset does not apply to it (DESIGN.md §6.4)
+    select distinct
+        feed,
+        source_schema,
+        source_table,
+        primary_key,
+        event.load_transaction
+    from row_events
+    where event.load_transaction is not null
+),
+
+reset_events as (
+    -- a TRUNCATE applies to every key of its table; the reset of a full load to the keys the
+    -- load does not set; on the fast path only resets after the key's last applied event
     select
         classified.feed,
         classified.source_schema,
         classified.source_table,
         classified.primary_key,
-        classified.is_rebuilt,
-        case
-            when classified.is_rebuilt
-                then concat(
-                    coalesce(rebuilt_key_events.events, array()),
-                    {{ cdc_applicable_resets('classified.resets', 'rebuilt_key_events.events') }}
-                )
-            else concat(
-                coalesce(classified.new_key_events, array()),
-                filter(
-                    {{ cdc_applicable_resets('classified.resets', 'classified.new_key_events') }},
-                    r -> classified.last_event_order is null or r.event_order > classified.last_event_order
-                )
-            )
-        end as events,
-        case
-            when not classified.is_rebuilt and not classified.current_version.is_deleted
-                then classified.current_version.row
-        end as initial_row,
-        case
-            when not classified.is_rebuilt and classified.current_version is not null
-                then array(classified.current_version)
-            else cast(array() as array<{{ cdc_version_type() }}>)
-        end as initial_versions,
-        case
-            when classified.is_rebuilt or classified.previous_rebuilt_generation is null then '{{ generation }}'
-            else classified.previous_rebuilt_generation
-        end as rebuilt_generation,
-        case when not classified.is_rebuilt then classified.last_event_order end as previous_last_event_order
+        table_resets.event
     from classified
-    left join rebuilt_key_events
+    inner join table_resets
         on
-            classified.feed = rebuilt_key_events.feed
-            and classified.source_schema = rebuilt_key_events.source_schema
-            and classified.source_table = rebuilt_key_events.source_table
-            and classified.primary_key = rebuilt_key_events.primary_key
+            classified.feed = table_resets.feed
+            and classified.source_schema = table_resets.source_schema
+            and classified.source_table = table_resets.source_table
+    left anti join key_loads
+        on
+            classified.feed = key_loads.feed
+            and classified.source_schema = key_loads.source_schema
+            and classified.source_table = key_loads.source_table
+            and classified.primary_key = key_loads.primary_key
+            and table_resets.load_transaction = key_loads.load_transaction
+    where
+        classified.is_rebuilt
+        or classified.previous_last_event_order is null
+        or table_resets.reset_order > classified.previous_last_event_order
 ),
 
-folded as (
+events as (
+    -- the key's current version first (fast path), then its row events and resets
     select
         feed,
         source_schema,
         source_table,
         primary_key,
-        is_rebuilt,
-        rebuilt_generation,
-        {{ cdc_fold_versions('events', 'initial_row', 'initial_versions') }} as versions,
-        greatest(
-            previous_last_event_order,
-            array_max(transform(events, e -> e.event_order))
-        ) as last_event_order
-    from key_events
-),
-
-exploded as (
+        0 as event_class,
+        current_version.opened_order as event_order,
+        0 as event_rank,
+        'BASE' as kind,
+        case when not current_version.is_deleted then current_version.row end as image,
+        current_version.opened_at as committed_at,
+        current_version.operation,
+        current_version as base_version
+    from classified
+    where not is_rebuilt and current_version is not null
+    union all
     select
         feed,
         source_schema,
         source_table,
         primary_key,
-        is_rebuilt,
-        rebuilt_generation,
-        last_event_order,
-        versions,
-        posexplode(versions) as (version_index, version)
-    from folded
+        1 as event_class,
+        event.event_order,
+        event.event_rank,
+        event.kind,
+        event.image,
+        event.committed_at,
+        event.operation,
+        cast(null as {{ cdc_version_type() }}) as base_version
+    from row_events
+    union all
+    select
+        feed,
+        source_schema,
+        source_table,
+        primary_key,
+        1 as event_class,
+        event.event_order,
+        event.event_rank,
+        event.kind,
+        event.image,
+        event.committed_at,
+        event.operation,
+        cast(null as {{ cdc_version_type() }}) as base_version
+    from reset_events
+),
+
+sequenced as (
+    select
+        *,
+        row_number() over (
+            partition by feed, source_schema, source_table, primary_key
+            order by event_class, event_order, event_rank, kind
+        ) as seq
+    from events
+),
+
+segmented as (
+    -- a segment starts at the current version, a SET or a REMOVE; an OVERLAY continues it
+    select
+        *,
+        sum(case when kind = 'OVERLAY' then 0 else 1 end) over (
+            partition by feed, source_schema, source_table, primary_key
+            order by seq rows between unbounded preceding and current row
+        ) as segment,
+        kind in ('SET', 'OVERLAY') or (kind = 'BASE' and image is not null) as sets_columns
+    from sequenced
+),
+
+live as (
+    -- the key has a row after the event: its segment started live, or an UPDATE followed
+    select
+        *,
+        max(sets_columns) over (
+            partition by feed, source_schema, source_table, primary_key, segment
+            order by seq rows between unbounded preceding and current row
+        ) as is_live
+    from segmented
+),
+
+image_entries as (
+    select
+        live.feed,
+        live.source_schema,
+        live.source_table,
+        live.primary_key,
+        live.segment,
+        live.seq,
+        image_entry.column_name,
+        image_entry.column_value
+    from live
+    lateral view explode(live.image) image_entry as column_name, column_value
+    where live.sets_columns
+),
+
+segment_columns as (
+    select distinct
+        feed,
+        source_schema,
+        source_table,
+        primary_key,
+        segment,
+        column_name
+    from image_entries
+),
+
+column_grid as (
+    -- every event × every column its segment carries
+    select
+        live.feed,
+        live.source_schema,
+        live.source_table,
+        live.primary_key,
+        live.segment,
+        live.seq,
+        segment_columns.column_name
+    from live
+    inner join segment_columns
+        on
+            live.feed = segment_columns.feed
+            and live.source_schema = segment_columns.source_schema
+            and live.source_table = segment_columns.source_table
+            and live.primary_key = segment_columns.primary_key
+            and live.segment = segment_columns.segment
+),
+
+filled as (
+    -- a column's value after an event: the last value an event of the segment carried
+    select
+        column_grid.feed,
+        column_grid.source_schema,
+        column_grid.source_table,
+        column_grid.primary_key,
+        column_grid.seq,
+        column_grid.column_name,
+        last(
+            case when image_entries.seq is not null then named_struct('value', image_entries.column_value) end,
+            true
+        ) over (
+            partition by
+                column_grid.feed, column_grid.source_schema, column_grid.source_table,
+                column_grid.primary_key, column_grid.segment, column_grid.column_name
+            order by column_grid.seq rows between unbounded preceding and current row
+        ) as filled_value
+    from column_grid
+    left join image_entries
+        on
+            column_grid.feed = image_entries.feed
+            and column_grid.source_schema = image_entries.source_schema
+            and column_grid.source_table = image_entries.source_table
+            and column_grid.primary_key = image_entries.primary_key
+            and column_grid.seq = image_entries.seq
+            and column_grid.column_name = image_entries.column_name
+),
+
+event_rows as (
+    -- the row after each event, as entries sorted by column name (comparable with =)
+    select
+        feed,
+        source_schema,
+        source_table,
+        primary_key,
+        seq,
+        sort_array(collect_list(named_struct('key', column_name, 'value', filled_value.value))) as entries
+    from filled
+    where filled_value is not null
+    group by feed, source_schema, source_table, primary_key, seq
+),
+
+stepped as (
+    select
+        live.*,
+        coalesce(event_rows.entries, cast(array() as array<struct<key: string, value: string>>)) as entries
+    from live
+    left join event_rows
+        on
+            live.feed = event_rows.feed
+            and live.source_schema = event_rows.source_schema
+            and live.source_table = event_rows.source_table
+            and live.primary_key = event_rows.primary_key
+            and live.seq = event_rows.seq
+),
+
+compared as (
+    select
+        *,
+        case when is_live then map_from_entries(entries) end as row_after,
+        coalesce(lag(is_live) over key_order, false) as was_live,
+        lag(case when is_live then map_from_entries(entries) end) over key_order as row_before,
+        lag(entries) over key_order as previous_entries
+    from stepped
+    window key_order as (partition by feed, source_schema, source_table, primary_key order by seq)
+),
+
+flagged as (
+    select
+        *,
+        case
+            when kind = 'BASE' then true
+            -- SET and UPDATE open a version when the row changes
+            when kind in ('SET', 'OVERLAY') then not (was_live and previous_entries = entries)
+            -- REMOVE opens a deleted version that keeps the last values of a live row
+            else was_live
+        end as opens_changed_version,
+        -- a DELETE of a key never seen keeps its before image on record (first event only)
+        kind = 'REMOVE' and not was_live and image is not null as is_unseen_delete
+    from compared
+),
+
+opened as (
+    select
+        *,
+        opens_changed_version or (
+            is_unseen_delete
+            and coalesce(sum(case when opens_changed_version or is_unseen_delete then 1 else 0 end) over (
+                partition by feed, source_schema, source_table, primary_key
+                order by seq rows between unbounded preceding and 1 preceding
+            ), 0) = 0
+        ) as opens_version
+    from flagged
+),
+
+versions as (
+    select
+        feed,
+        source_schema,
+        source_table,
+        primary_key,
+        seq,
+        case
+            when kind = 'BASE' then base_version
+            else named_struct(
+                'opened_order', event_order,
+                'opened_at', committed_at,
+                'operation', operation,
+                'row', case when kind = 'REMOVE' then coalesce(row_before, image) else row_after end,
+                'is_deleted', kind = 'REMOVE'
+            )
+        end as version
+    from opened
+    where opens_version
+),
+
+closed as (
+    select
+        *,
+        lead(version) over (
+            partition by feed, source_schema, source_table, primary_key order by seq
+        ) as next_version
+    from versions
+),
+
+key_last_events as (
+    select
+        feed,
+        source_schema,
+        source_table,
+        primary_key,
+        max(case when kind != 'BASE' then event_order end) as last_new_event_order
+    from events
+    group by feed, source_schema, source_table, primary_key
 ),
 
 final as (
     select
         to_json(array(
-            exploded.feed, exploded.source_schema, exploded.source_table, exploded.primary_key,
-            version.opened_order.change_position, version.opened_order.source_file,
-            lpad(cast(version.opened_order.record_index as string), 12, '0')
+            closed.feed, closed.source_schema, closed.source_table, closed.primary_key,
+            closed.version.opened_order.change_position, closed.version.opened_order.source_file,
+            lpad(cast(closed.version.opened_order.record_index as string), 12, '0')
         )) as version_id,
-        exploded.source_schema,
-        exploded.source_table,
-        exploded.primary_key,
-        exploded.version,
-        version.opened_order.change_position as valid_from_position,
-        version.opened_at as valid_from,
-        try_element_at(exploded.versions, exploded.version_index + 2).opened_order.change_position as valid_to_position,
-        try_element_at(exploded.versions, exploded.version_index + 2).opened_at as valid_to,
-        try_element_at(exploded.versions, exploded.version_index + 2).operation as closed_by_operation,
-        exploded.version_index = size(exploded.versions) - 1 as is_current,
-        exploded.is_rebuilt,
-        exploded.rebuilt_generation,
-        exploded.last_event_order,
-        exploded.feed,
+        closed.source_schema,
+        closed.source_table,
+        closed.primary_key,
+        closed.version,
+        closed.version.opened_order.change_position as valid_from_position,
+        closed.version.opened_at as valid_from,
+        closed.next_version.opened_order.change_position as valid_to_position,
+        closed.next_version.opened_at as valid_to,
+        closed.next_version.operation as closed_by_operation,
+        closed.next_version is null as is_current,
+        classified.is_rebuilt,
+        case
+            when classified.is_rebuilt or classified.previous_rebuilt_generation is null then '{{ generation }}'
+            else classified.previous_rebuilt_generation
+        end as rebuilt_generation,
+        greatest(
+            case when not classified.is_rebuilt then classified.previous_last_event_order end,
+            key_last_events.last_new_event_order
+        ) as last_event_order,
+        closed.feed,
         '{{ generation }}' as history_generation
-    from exploded
+    from closed
+    inner join classified
+        on
+            closed.feed = classified.feed
+            and closed.source_schema = classified.source_schema
+            and closed.source_table = classified.source_table
+            and closed.primary_key = classified.primary_key
+    inner join key_last_events
+        on
+            closed.feed = key_last_events.feed
+            and closed.source_schema = key_last_events.source_schema
+            and closed.source_table = key_last_events.source_table
+            and closed.primary_key = key_last_events.primary_key
 )
 
 select * from final
