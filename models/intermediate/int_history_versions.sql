@@ -72,13 +72,13 @@ new_events as (
 
 key_first_new_events as (
     select
-        feed,
-        source_schema,
-        source_table,
-        primary_key,
+        new_events.feed,
+        new_events.source_schema,
+        new_events.source_table,
+        new_events.primary_key,
         min(event.event_order) as first_event_order
     from new_events
-    group by feed, source_schema, source_table, primary_key
+    group by new_events.feed, new_events.source_schema, new_events.source_table, new_events.primary_key
 ),
 
 table_first_new_resets as (
@@ -174,13 +174,13 @@ row_events as (
 key_loads as (
     -- the full loads that set a key: their reset does not apply to it (DESIGN.md §6.4)
     select distinct
-        feed,
-        source_schema,
-        source_table,
-        primary_key,
+        row_events.feed,
+        row_events.source_schema,
+        row_events.source_table,
+        row_events.primary_key,
         event.load_transaction
     from row_events
-    where event.load_transaction is not null
+    where row_events.event.load_transaction is not null
 ),
 
 reset_events as (
@@ -214,48 +214,48 @@ reset_events as (
 events as (
     -- the key's current version first (fast path), then its row events and resets
     select
-        feed,
-        source_schema,
-        source_table,
-        primary_key,
+        classified.feed,
+        classified.source_schema,
+        classified.source_table,
+        classified.primary_key,
         0 as event_class,
-        current_version.opened_order as event_order,
+        classified.current_version.opened_order as event_order,
         0 as event_rank,
         'BASE' as kind,
-        case when not current_version.is_deleted then current_version.row end as image,
-        current_version.opened_at as committed_at,
-        current_version.operation,
-        current_version as base_version
+        case when not classified.current_version.is_deleted then classified.current_version.row end as image,
+        classified.current_version.opened_at as committed_at,
+        classified.current_version.operation,
+        classified.current_version as base_version
     from classified
-    where not is_rebuilt and current_version is not null
+    where not classified.is_rebuilt and classified.current_version is not null
     union all
     select
-        feed,
-        source_schema,
-        source_table,
-        primary_key,
+        row_events.feed,
+        row_events.source_schema,
+        row_events.source_table,
+        row_events.primary_key,
         1 as event_class,
-        event.event_order,
-        event.event_rank,
-        event.kind,
-        event.image,
-        event.committed_at,
-        event.operation,
+        row_events.event.event_order,
+        row_events.event.event_rank,
+        row_events.event.kind,
+        row_events.event.image,
+        row_events.event.committed_at,
+        row_events.event.operation,
         cast(null as {{ cdc_version_type() }}) as base_version
     from row_events
     union all
     select
-        feed,
-        source_schema,
-        source_table,
-        primary_key,
+        reset_events.feed,
+        reset_events.source_schema,
+        reset_events.source_table,
+        reset_events.primary_key,
         1 as event_class,
-        event.event_order,
-        event.event_rank,
-        event.kind,
-        event.image,
-        event.committed_at,
-        event.operation,
+        reset_events.event.event_order,
+        reset_events.event.event_rank,
+        reset_events.event.kind,
+        reset_events.event.image,
+        reset_events.event.committed_at,
+        reset_events.event.operation,
         cast(null as {{ cdc_version_type() }}) as base_version
     from reset_events
 ),
@@ -301,10 +301,8 @@ image_entries as (
         live.primary_key,
         live.segment,
         live.seq,
-        image_entry.column_name,
-        image_entry.column_value
+        explode(live.image) as (column_name, column_value)
     from live
-    lateral view explode(live.image) image_entry as column_name, column_value
     where live.sets_columns
 ),
 
@@ -371,15 +369,15 @@ filled as (
 event_rows as (
     -- the row after each event, as entries sorted by column name (comparable with =)
     select
-        feed,
-        source_schema,
-        source_table,
-        primary_key,
-        seq,
-        sort_array(collect_list(named_struct('key', column_name, 'value', filled_value.value))) as entries
+        filled.feed,
+        filled.source_schema,
+        filled.source_table,
+        filled.primary_key,
+        filled.seq,
+        sort_array(collect_list(named_struct('key', filled.column_name, 'value', filled.filled_value.value))) as entries
     from filled
-    where filled_value is not null
-    group by feed, source_schema, source_table, primary_key, seq
+    where filled.filled_value is not null
+    group by filled.feed, filled.source_schema, filled.source_table, filled.primary_key, filled.seq
 ),
 
 stepped as (
