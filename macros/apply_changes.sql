@@ -46,7 +46,8 @@
         change_log rows in `relation` (a CTE name), for int_history_versions (DESIGN.md §6):
         INSERT and LOAD are SET (the row becomes the after image), UPDATE is OVERLAY, DELETE is
         REMOVE. An UPDATE whose before image has another key (before_primary_key) is a REMOVE of
-        the old key and a SET of the new key with the before image overlaid by the after image.
+        the old key and a SET of the new key with the before image overlaid by the after image;
+        the SET names the old key (source_key), whose row it carries (int_history_versions).
         LOAD events carry their transaction (load_transaction), so that the reset of a full load
         is not applied to the keys the load itself sets (int_history_versions, `reset_events`).
     -#}
@@ -72,7 +73,11 @@
             end,
             'committed_at', committed_at,
             'operation', operation,
-            'load_transaction', case when operation = 'LOAD' then transaction_id end
+            'load_transaction', case when operation = 'LOAD' then transaction_id end,
+            'source_key', case
+                when operation = 'UPDATE' and before_primary_key is not null and before_primary_key != primary_key
+                    then before_primary_key
+            end
         ) as event
     from {{ relation }}
     where primary_key is not null and operation in ('INSERT', 'UPDATE', 'DELETE', 'LOAD')
@@ -89,7 +94,8 @@
             'image', before_image,
             'committed_at', committed_at,
             'operation', operation,
-            'load_transaction', cast(null as string)
+            'load_transaction', cast(null as string),
+            'source_key', cast(null as string)
         ) as event
     from {{ relation }}
     where

@@ -287,7 +287,9 @@ def write_trails(sim, tables, folder: Path, options: Mapping[str, Any] | None = 
     (sourcedefs file ``dirdef/sim.def``, table names in the header, FieldComp ``B``/``A``
     pairs), without it 12.2 style (TDR records, unified updates). ``byte_order: little`` writes
     little-endian framing (anything else: big-endian). ``records_per_file`` (default 40) sets
-    the roll-over; ``prefix`` (default ``aa``) the file names.
+    the roll-over; ``prefix`` (default ``aa``) the file names. ``compressed_updates: true``
+    writes an UPDATE's before image with its key columns only, as Oracle does without full
+    supplemental logging (the after image always carries the key and the changed columns).
     """
     opts = dict(options or {})
     order = "<" if opts.get("byte_order") == "little" else ">"
@@ -339,7 +341,10 @@ def write_trails(sim, tables, folder: Path, options: Mapping[str, Any] | None = 
             else:
                 present = keys + [n for n in change.changed if n not in keys]
                 after = _entries(table, change.after, present, order)
-                before = _entries(table, change.before, [c.name for c in table.columns], order)
+                before_names = (
+                    keys if opts.get("compressed_updates") else [c.name for c in table.columns]
+                )
+                before = _entries(table, change.before, before_names, order)
                 if unified:
                     records.append(
                         (

@@ -52,11 +52,13 @@ FORMATS = {
 OPTIONS = {
     "ct": {"mask_bit_order": "lsb_last_hex"},
     "kafka": {"mask_bit_order": "lsb_last_hex", "schema_dir": "schemas"},
-    "gg": {"byte_order": "auto", "records_per_file": 3},
+    # compressed updates: a before image carries the key columns only (Oracle's default)
+    "gg": {"byte_order": "auto", "records_per_file": 3, "compressed_updates": True},
     "hirdb": {"encoding": "auto", "source_time_zone": "UTC", "where_image": "before"},
     "lx": {"unit": "group", "logtype": "auto", "byteswap": "auto", "outcode": "sjis", "chunks": 3},
 }
-WRITER_ONLY = {"records_per_file", "chunks"}  # simulator options, not decoder options
+# simulator options, not decoder options
+WRITER_ONLY = {"records_per_file", "chunks", "compressed_updates"}
 
 
 class Script:
@@ -139,6 +141,23 @@ def key_change(s: Script):
     }
 
 
+def key_move(s: Script):
+    """Key changes that carry the row: A→B in one transaction, B→C→D in the next (a chain
+    inside one transaction). The after images carry only the key (the one changed column), and
+    a compressed before image only the old key: every other column comes from the old row."""
+    r1 = s.row(1, 0)
+    moved = [dict(r1, **{s.key_name: str(k)}) for k in (2, 3, 4)]
+    s.transaction(("INSERT", None, r1))
+    s.transaction(("UPDATE", r1, moved[0]))
+    s.transaction(("UPDATE", moved[0], moved[1]), ("UPDATE", moved[1], moved[2]))
+    return {s.pk(4): moved[2]}, {
+        s.pk(1): [("INSERT", False, r1), ("UPDATE", True, r1)],
+        s.pk(2): [("UPDATE", False, moved[0]), ("UPDATE", True, moved[0])],
+        s.pk(3): [("UPDATE", False, moved[1]), ("UPDATE", True, moved[1])],
+        s.pk(4): [("UPDATE", False, moved[2])],
+    }
+
+
 def delete_reinsert(s: Script):
     r1, r1b = s.row(1, 0), s.row(1, 5)
     s.transaction(("INSERT", None, r1))
@@ -201,6 +220,8 @@ def duplicates(s: Script):
 SCENARIOS = [
     Scenario("overlay", ("ct", "kafka", "gg", "hirdb", "lx"), overlay),
     Scenario("keychange", ("ct", "kafka", "gg", "hirdb"), key_change),
+    Scenario("keymove", ("ct", "kafka", "gg", "hirdb"), key_move),
+    Scenario("keymovelate", ("ct", "gg"), key_move, late_first=True),
     Scenario("reinsert", ("ct", "kafka", "gg", "hirdb", "lx"), delete_reinsert),
     Scenario("truncate", ("gg", "hirdb", "lx"), truncate),
     Scenario("late", ("ct", "kafka", "gg", "hirdb", "lx"), out_of_order, late_first=True),

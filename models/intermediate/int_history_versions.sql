@@ -113,12 +113,9 @@ touched_keys as (
             and previous_state.source_table = table_first_new_resets.source_table
 ),
 
-classified as (
+first_classified as (
     select
         touched_keys.*,
-        previous_state.current_version,
-        previous_state.last_event_order as previous_last_event_order,
-        previous_state.rebuilt_generation as previous_rebuilt_generation,
         previous_state.primary_key is not null and (
             coalesce(key_first_new_events.first_event_order <= previous_state.last_event_order, false)
             or coalesce(table_first_new_resets.first_new_reset_order <= previous_state.last_event_order, false)
@@ -141,6 +138,139 @@ classified as (
             and touched_keys.source_schema = previous_state.source_schema
             and touched_keys.source_table = previous_state.source_table
             and touched_keys.primary_key = previous_state.primary_key
+),
+
+key_changes as (
+    -- every key change on record (old key → new key): a rebuilt key takes the keys its row
+    -- came from and went to along (its versions depend on theirs, ADR 0008)
+    select distinct
+        feed,
+        source_schema,
+        source_table,
+        before_primary_key as old_key,
+        primary_key as new_key
+    from change_log
+    where operation = 'UPDATE' and before_primary_key is not null and before_primary_key != primary_key
+),
+
+rebuilt_keys_0 as (
+    select
+        feed,
+        source_schema,
+        source_table,
+        primary_key
+    from first_classified
+    where is_rebuilt
+),
+
+rebuilt_keys_1 as (
+    select * from rebuilt_keys_0
+    union
+    select
+        key_changes.feed,
+        key_changes.source_schema,
+        key_changes.source_table,
+        case when key_changes.new_key = rebuilt_keys_0.primary_key then key_changes.old_key else key_changes.new_key end
+            as primary_key
+    from key_changes
+    inner join rebuilt_keys_0
+        on
+            key_changes.feed = rebuilt_keys_0.feed
+            and key_changes.source_schema = rebuilt_keys_0.source_schema
+            and key_changes.source_table = rebuilt_keys_0.source_table
+            and rebuilt_keys_0.primary_key in (key_changes.old_key, key_changes.new_key)
+),
+
+rebuilt_keys_2 as (
+    select * from rebuilt_keys_1
+    union
+    select
+        key_changes.feed,
+        key_changes.source_schema,
+        key_changes.source_table,
+        case when key_changes.new_key = rebuilt_keys_1.primary_key then key_changes.old_key else key_changes.new_key end
+            as primary_key
+    from key_changes
+    inner join rebuilt_keys_1
+        on
+            key_changes.feed = rebuilt_keys_1.feed
+            and key_changes.source_schema = rebuilt_keys_1.source_schema
+            and key_changes.source_table = rebuilt_keys_1.source_table
+            and rebuilt_keys_1.primary_key in (key_changes.old_key, key_changes.new_key)
+),
+
+rebuilt_keys_3 as (
+    select * from rebuilt_keys_2
+    union
+    select
+        key_changes.feed,
+        key_changes.source_schema,
+        key_changes.source_table,
+        case when key_changes.new_key = rebuilt_keys_2.primary_key then key_changes.old_key else key_changes.new_key end
+            as primary_key
+    from key_changes
+    inner join rebuilt_keys_2
+        on
+            key_changes.feed = rebuilt_keys_2.feed
+            and key_changes.source_schema = rebuilt_keys_2.source_schema
+            and key_changes.source_table = rebuilt_keys_2.source_table
+            and rebuilt_keys_2.primary_key in (key_changes.old_key, key_changes.new_key)
+),
+
+rebuilt_keys_4 as (
+    select * from rebuilt_keys_3
+    union
+    select
+        key_changes.feed,
+        key_changes.source_schema,
+        key_changes.source_table,
+        case when key_changes.new_key = rebuilt_keys_3.primary_key then key_changes.old_key else key_changes.new_key end
+            as primary_key
+    from key_changes
+    inner join rebuilt_keys_3
+        on
+            key_changes.feed = rebuilt_keys_3.feed
+            and key_changes.source_schema = rebuilt_keys_3.source_schema
+            and key_changes.source_table = rebuilt_keys_3.source_table
+            and rebuilt_keys_3.primary_key in (key_changes.old_key, key_changes.new_key)
+),
+
+classified_keys as (
+    select
+        feed,
+        source_schema,
+        source_table,
+        primary_key
+    from first_classified
+    union
+    select
+        feed,
+        source_schema,
+        source_table,
+        primary_key
+    from rebuilt_keys_4
+),
+
+classified as (
+    select
+        classified_keys.*,
+        previous_state.current_version,
+        previous_state.last_event_order as previous_last_event_order,
+        previous_state.rebuilt_generation as previous_rebuilt_generation,
+        rebuilt_keys_4.primary_key is not null as is_rebuilt
+    from classified_keys
+    left join rebuilt_keys_4
+        on
+            classified_keys.feed = rebuilt_keys_4.feed
+            and classified_keys.source_schema = rebuilt_keys_4.source_schema
+            and classified_keys.source_table = rebuilt_keys_4.source_table
+            and classified_keys.primary_key = rebuilt_keys_4.primary_key
+    left join previous_state
+        on
+            classified_keys.feed = previous_state.feed
+            and classified_keys.source_schema = previous_state.source_schema
+            and classified_keys.source_table = previous_state.source_table
+            and classified_keys.primary_key = previous_state.primary_key
 ),
 
 all_events as (
@@ -225,7 +355,8 @@ events as (
         case when not classified.current_version.is_deleted then classified.current_version.row end as image,
         classified.current_version.opened_at as committed_at,
         classified.current_version.operation,
-        classified.current_version as base_version
+        classified.current_version as base_version,
+        cast(null as string) as source_key
     from classified
     where not classified.is_rebuilt and classified.current_version is not null
     union all
@@ -241,7 +372,8 @@ events as (
         row_events.event.image,
         row_events.event.committed_at,
         row_events.event.operation,
-        cast(null as {{ cdc_version_type() }}) as base_version
+        cast(null as {{ cdc_version_type() }}) as base_version,
+        row_events.event.source_key
     from row_events
     union all
     select
@@ -256,7 +388,8 @@ events as (
         reset_events.event.image,
         reset_events.event.committed_at,
         reset_events.event.operation,
-        cast(null as {{ cdc_version_type() }}) as base_version
+        cast(null as {{ cdc_version_type() }}) as base_version,
+        cast(null as string) as source_key
     from reset_events
 ),
 
@@ -271,7 +404,7 @@ sequenced as (
 ),
 
 segmented as (
-    -- a segment starts at the current version, a SET or a REMOVE; an OVERLAY continues it
+    -- a segment starts at the current version, a SET or a REMOVE; an UPDATE continues it
     select
         *,
         sum(case when kind = 'OVERLAY' then 0 else 1 end) over (
@@ -293,67 +426,222 @@ live as (
     from segmented
 ),
 
-image_entries as (
+key_change_links as (
+    -- the SET of a key change continues the old key's segment before the REMOVE of the same
+    -- change: the row moves to the new key with every column it had (ADR 0008)
     select
-        live.feed,
-        live.source_schema,
-        live.source_table,
-        live.primary_key,
-        live.segment,
-        live.seq,
-        explode(live.image) as (column_name, column_value)
-    from live
-    where live.sets_columns
+        moved.feed,
+        moved.source_schema,
+        moved.source_table,
+        moved.primary_key as child_key,
+        moved.segment as child_segment,
+        removed.primary_key as root_key,
+        removed.segment - 1 as root_segment
+    from live as moved
+    inner join live as removed
+        on
+            moved.feed = removed.feed
+            and moved.source_schema = removed.source_schema
+            and moved.source_table = removed.source_table
+            and moved.source_key = removed.primary_key
+            and moved.event_order = removed.event_order
+            and removed.kind = 'REMOVE'
+            and removed.event_rank = 1
+    where moved.source_key is not null and removed.segment > 1
 ),
 
-segment_columns as (
+lineage_0 as (
+    select * from key_change_links
+),
+
+lineage_1 as (
+    -- pointer jumping: after step i a segment knows its ancestor 2^i key changes back
+    select
+        child.feed,
+        child.source_schema,
+        child.source_table,
+        child.child_key,
+        child.child_segment,
+        coalesce(parent.root_key, child.root_key) as root_key,
+        coalesce(parent.root_segment, child.root_segment) as root_segment
+    from lineage_0 as child
+    left join lineage_0 as parent
+        on
+            child.feed = parent.feed
+            and child.source_schema = parent.source_schema
+            and child.source_table = parent.source_table
+            and child.root_key = parent.child_key
+            and child.root_segment = parent.child_segment
+),
+
+lineage_2 as (
+    -- pointer jumping: after step i a segment knows its ancestor 2^i key changes back
+    select
+        child.feed,
+        child.source_schema,
+        child.source_table,
+        child.child_key,
+        child.child_segment,
+        coalesce(parent.root_key, child.root_key) as root_key,
+        coalesce(parent.root_segment, child.root_segment) as root_segment
+    from lineage_1 as child
+    left join lineage_1 as parent
+        on
+            child.feed = parent.feed
+            and child.source_schema = parent.source_schema
+            and child.source_table = parent.source_table
+            and child.root_key = parent.child_key
+            and child.root_segment = parent.child_segment
+),
+
+lineage_3 as (
+    -- pointer jumping: after step i a segment knows its ancestor 2^i key changes back
+    select
+        child.feed,
+        child.source_schema,
+        child.source_table,
+        child.child_key,
+        child.child_segment,
+        coalesce(parent.root_key, child.root_key) as root_key,
+        coalesce(parent.root_segment, child.root_segment) as root_segment
+    from lineage_2 as child
+    left join lineage_2 as parent
+        on
+            child.feed = parent.feed
+            and child.source_schema = parent.source_schema
+            and child.source_table = parent.source_table
+            and child.root_key = parent.child_key
+            and child.root_segment = parent.child_segment
+),
+
+lineage_4 as (
+    -- pointer jumping: after step i a segment knows its ancestor 2^i key changes back
+    select
+        child.feed,
+        child.source_schema,
+        child.source_table,
+        child.child_key,
+        child.child_segment,
+        coalesce(parent.root_key, child.root_key) as root_key,
+        coalesce(parent.root_segment, child.root_segment) as root_segment
+    from lineage_3 as child
+    left join lineage_3 as parent
+        on
+            child.feed = parent.feed
+            and child.source_schema = parent.source_schema
+            and child.source_table = parent.source_table
+            and child.root_key = parent.child_key
+            and child.root_segment = parent.child_segment
+),
+
+lineage_5 as (
+    -- pointer jumping: after step i a segment knows its ancestor 2^i key changes back
+    select
+        child.feed,
+        child.source_schema,
+        child.source_table,
+        child.child_key,
+        child.child_segment,
+        coalesce(parent.root_key, child.root_key) as root_key,
+        coalesce(parent.root_segment, child.root_segment) as root_segment
+    from lineage_4 as child
+    left join lineage_4 as parent
+        on
+            child.feed = parent.feed
+            and child.source_schema = parent.source_schema
+            and child.source_table = parent.source_table
+            and child.root_key = parent.child_key
+            and child.root_segment = parent.child_segment
+),
+
+lineaged as (
+    -- a row's lineage: the first segment of its chain of key changes (its own when none)
+    select
+        live.*,
+        coalesce(lineage_5.root_key, live.primary_key) as lineage_key,
+        coalesce(lineage_5.root_segment, live.segment) as lineage_segment
+    from live
+    left join lineage_5
+        on
+            live.feed = lineage_5.feed
+            and live.source_schema = lineage_5.source_schema
+            and live.source_table = lineage_5.source_table
+            and live.primary_key = lineage_5.child_key
+            and live.segment = lineage_5.child_segment
+),
+
+lineage_sequenced as (
+    select
+        *,
+        row_number() over (
+            partition by feed, source_schema, source_table, lineage_key, lineage_segment
+            order by event_class, event_order, event_rank, kind, primary_key
+        ) as lineage_seq
+    from lineaged
+),
+
+image_entries as (
+    select
+        lineage_sequenced.feed,
+        lineage_sequenced.source_schema,
+        lineage_sequenced.source_table,
+        lineage_sequenced.lineage_key,
+        lineage_sequenced.lineage_segment,
+        lineage_sequenced.lineage_seq,
+        explode(lineage_sequenced.image) as (column_name, column_value)
+    from lineage_sequenced
+    where lineage_sequenced.sets_columns
+),
+
+lineage_columns as (
     select distinct
         feed,
         source_schema,
         source_table,
-        primary_key,
-        segment,
+        lineage_key,
+        lineage_segment,
         column_name
     from image_entries
 ),
 
 column_grid as (
-    -- every event × every column its segment carries
+    -- every event × every column its lineage carries
     select
-        live.feed,
-        live.source_schema,
-        live.source_table,
-        live.primary_key,
-        live.segment,
-        live.seq,
-        segment_columns.column_name
-    from live
-    inner join segment_columns
+        lineage_sequenced.feed,
+        lineage_sequenced.source_schema,
+        lineage_sequenced.source_table,
+        lineage_sequenced.lineage_key,
+        lineage_sequenced.lineage_segment,
+        lineage_sequenced.lineage_seq,
+        lineage_columns.column_name
+    from lineage_sequenced
+    inner join lineage_columns
         on
-            live.feed = segment_columns.feed
-            and live.source_schema = segment_columns.source_schema
-            and live.source_table = segment_columns.source_table
-            and live.primary_key = segment_columns.primary_key
-            and live.segment = segment_columns.segment
+            lineage_sequenced.feed = lineage_columns.feed
+            and lineage_sequenced.source_schema = lineage_columns.source_schema
+            and lineage_sequenced.source_table = lineage_columns.source_table
+            and lineage_sequenced.lineage_key = lineage_columns.lineage_key
+            and lineage_sequenced.lineage_segment = lineage_columns.lineage_segment
 ),
 
 filled as (
-    -- a column's value after an event: the last value an event of the segment carried
+    -- a column's value after an event: the last value an event of the lineage carried
     select
         column_grid.feed,
         column_grid.source_schema,
         column_grid.source_table,
-        column_grid.primary_key,
-        column_grid.seq,
+        column_grid.lineage_key,
+        column_grid.lineage_segment,
+        column_grid.lineage_seq,
         column_grid.column_name,
         last(
-            case when image_entries.seq is not null then named_struct('value', image_entries.column_value) end,
+            case when image_entries.lineage_seq is not null then named_struct('value', image_entries.column_value) end,
             true
         ) over (
             partition by
                 column_grid.feed, column_grid.source_schema, column_grid.source_table,
-                column_grid.primary_key, column_grid.segment, column_grid.column_name
-            order by column_grid.seq rows between unbounded preceding and current row
+                column_grid.lineage_key, column_grid.lineage_segment, column_grid.column_name
+            order by column_grid.lineage_seq rows between unbounded preceding and current row
         ) as filled_value
     from column_grid
     left join image_entries
@@ -361,8 +649,9 @@ filled as (
             column_grid.feed = image_entries.feed
             and column_grid.source_schema = image_entries.source_schema
             and column_grid.source_table = image_entries.source_table
-            and column_grid.primary_key = image_entries.primary_key
-            and column_grid.seq = image_entries.seq
+            and column_grid.lineage_key = image_entries.lineage_key
+            and column_grid.lineage_segment = image_entries.lineage_segment
+            and column_grid.lineage_seq = image_entries.lineage_seq
             and column_grid.column_name = image_entries.column_name
 ),
 
@@ -372,26 +661,30 @@ event_rows as (
         filled.feed,
         filled.source_schema,
         filled.source_table,
-        filled.primary_key,
-        filled.seq,
+        filled.lineage_key,
+        filled.lineage_segment,
+        filled.lineage_seq,
         sort_array(collect_list(named_struct('key', filled.column_name, 'value', filled.filled_value.value))) as entries
     from filled
     where filled.filled_value is not null
-    group by filled.feed, filled.source_schema, filled.source_table, filled.primary_key, filled.seq
+    group by
+        filled.feed, filled.source_schema, filled.source_table,
+        filled.lineage_key, filled.lineage_segment, filled.lineage_seq
 ),
 
 stepped as (
     select
-        live.*,
+        lineage_sequenced.*,
         coalesce(event_rows.entries, cast(array() as array<struct<key: string, value: string>>)) as entries
-    from live
+    from lineage_sequenced
     left join event_rows
         on
-            live.feed = event_rows.feed
-            and live.source_schema = event_rows.source_schema
-            and live.source_table = event_rows.source_table
-            and live.primary_key = event_rows.primary_key
-            and live.seq = event_rows.seq
+            lineage_sequenced.feed = event_rows.feed
+            and lineage_sequenced.source_schema = event_rows.source_schema
+            and lineage_sequenced.source_table = event_rows.source_table
+            and lineage_sequenced.lineage_key = event_rows.lineage_key
+            and lineage_sequenced.lineage_segment = event_rows.lineage_segment
+            and lineage_sequenced.lineage_seq = event_rows.lineage_seq
 ),
 
 compared as (
