@@ -11,15 +11,16 @@
 {% macro cdc_state_watermark() %}
     {#-
         The last generation whose change_log rows the state models have applied: the
-        state_generation of int_key_state, read when the calling model compiles. An empty string
-        when int_key_state does not exist yet or the caller is not an incremental run (every
-        change is new then).
+        state_generation of int_key_state, read when the calling model (int_apply_events)
+        compiles. An empty string (every change is new) with --full-refresh, and when
+        int_key_state or the version store int_history_versions does not exist yet.
     -#}
-    {%- if not execute or not is_incremental() -%}
+    {%- if not execute or flags.FULL_REFRESH -%}
         {{ return('') }}
     {%- endif -%}
     {%- set state = adapter.get_relation(database=this.database, schema=this.schema, identifier='int_key_state') -%}
-    {%- if state is none -%}
+    {%- set versions = adapter.get_relation(database=this.database, schema=this.schema, identifier='int_history_versions') -%}
+    {%- if state is none or versions is none -%}
         {{ return('') }}
     {%- endif -%}
     {%- set rows = run_query('select coalesce(max(state_generation), \'\') as generation from ' ~ state).rows -%}

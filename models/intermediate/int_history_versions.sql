@@ -1,22 +1,16 @@
 {#-
     The row versions this run computes, as partition history_generation = this run's
-    generation (DESIGN.md §6, ADR 0008). Only keys touched since the last applied generation
-    are recomputed:
+    generation (DESIGN.md §6, ADR 0008), from the events of the keys it applies
+    (int_apply_events: the fast path continues a key from its current version, a rebuild
+    recomputes all its versions; the history mart then ignores the key's rows of older
+    generations).
 
-    - keys with new changes in change_log, and every known key of a table with a new reset;
-    - fast path: when every new event of a key sorts after the last event already applied to
-      it, the new events are applied to its current version (from int_key_state), which is
-      written again with its closing position;
-    - rebuild: when a new event sorts before that (late delivery of an earlier position, a late
-      TRUNCATE or full load), every version of the key is computed again from all of its
-      changes in change_log; the history mart then ignores the key's rows of older generations.
-
-    Set-based apply (ADR 0008): a key's events are numbered in change order; a SET (INSERT,
-    LOAD, new key of a key change), a REMOVE (DELETE, old key of a key change, table reset) or
-    the key's current version starts a segment, and an UPDATE (OVERLAY) continues it. The row
-    after each event holds, for every column seen in its segment, the last value an event of the
-    segment up to it carried (a window over a grid of events × columns). A version opens where
-    the row changes. No lambda runs per event.
+    Set-based: the row after each event holds, for every column its lineage carries, the last
+    value an event of the lineage up to it carried (a window over a grid of events × columns).
+    A lineage is a segment of a key (int_apply_events), extended by key changes: the SET of a
+    key change continues the old key's segment before the REMOVE of the same change, so the row
+    moves to the new key with every column it had. A version opens where the row changes. No
+    lambda runs per event.
 
     A run killed before int_key_state is written leaves the watermark where it was, so the next
     run computes these keys again (and more) in its own generation; the history mart keeps the
@@ -29,406 +23,17 @@
     partition_by=['history_generation'],
 ) }}
 
-{%- set generation = cdc_generation() -%}
-{%- set watermark = cdc_state_watermark() -%}
-{%- set previous_state = adapter.get_relation(database=this.database, schema=this.schema, identifier='int_key_state')
-    if watermark != '' else none -%}
+{%- set generation = cdc_generation() %}
 
 with
 
-change_log as (
-    select * from {{ ref('change_log') }}
-),
-
-table_resets as (
-    select * from {{ ref('int_table_resets') }}
-),
-
-previous_state as (
-    {% if previous_state is not none %}
-        select * from {{ previous_state }}
-    {% else %}
-        select
-            cast(null as string) as source_schema,
-            cast(null as string) as source_table,
-            cast(null as string) as primary_key,
-            cast(null as {{ cdc_version_type() }}) as current_version,
-            cast(null as struct<change_position: string, source_file: string, record_index: bigint>) as last_event_order,
-            cast(null as string) as rebuilt_generation,
-            cast(null as string) as state_generation,
-            cast(null as string) as feed
-        where false
-    {% endif %}
-),
-
-new_changes as (
-    select * from change_log
-    where applied_generation > '{{ watermark }}'
-),
-
-new_events as (
-    {{ cdc_key_events('new_changes') }}
-),
-
-key_first_new_events as (
-    select
-        new_events.feed,
-        new_events.source_schema,
-        new_events.source_table,
-        new_events.primary_key,
-        min(event.event_order) as first_event_order
-    from new_events
-    group by new_events.feed, new_events.source_schema, new_events.source_table, new_events.primary_key
-),
-
-table_first_new_resets as (
-    select
-        feed,
-        source_schema,
-        source_table,
-        min(reset_order) as first_new_reset_order
-    from table_resets
-    where applied_generation > '{{ watermark }}'
-    group by feed, source_schema, source_table
-),
-
-touched_keys as (
-    select
-        feed,
-        source_schema,
-        source_table,
-        primary_key
-    from key_first_new_events
-    union
-    select
-        previous_state.feed,
-        previous_state.source_schema,
-        previous_state.source_table,
-        previous_state.primary_key
-    from previous_state
-    inner join table_first_new_resets
-        on
-            previous_state.feed = table_first_new_resets.feed
-            and previous_state.source_schema = table_first_new_resets.source_schema
-            and previous_state.source_table = table_first_new_resets.source_table
-),
-
-first_classified as (
-    select
-        touched_keys.*,
-        previous_state.primary_key is not null and (
-            coalesce(key_first_new_events.first_event_order <= previous_state.last_event_order, false)
-            or coalesce(table_first_new_resets.first_new_reset_order <= previous_state.last_event_order, false)
-        ) as is_rebuilt
-    from touched_keys
-    left join key_first_new_events
-        on
-            touched_keys.feed = key_first_new_events.feed
-            and touched_keys.source_schema = key_first_new_events.source_schema
-            and touched_keys.source_table = key_first_new_events.source_table
-            and touched_keys.primary_key = key_first_new_events.primary_key
-    left join table_first_new_resets
-        on
-            touched_keys.feed = table_first_new_resets.feed
-            and touched_keys.source_schema = table_first_new_resets.source_schema
-            and touched_keys.source_table = table_first_new_resets.source_table
-    left join previous_state
-        on
-            touched_keys.feed = previous_state.feed
-            and touched_keys.source_schema = previous_state.source_schema
-            and touched_keys.source_table = previous_state.source_table
-            and touched_keys.primary_key = previous_state.primary_key
-),
-
-key_changes as (
-    -- every key change on record (old key → new key): a rebuilt key takes the keys its row
-    -- came from and went to along (its versions depend on theirs, ADR 0008)
-    select distinct
-        feed,
-        source_schema,
-        source_table,
-        before_primary_key as old_key,
-        primary_key as new_key
-    from change_log
-    where operation = 'UPDATE' and before_primary_key is not null and before_primary_key != primary_key
-),
-
-rebuilt_keys_0 as (
-    select
-        feed,
-        source_schema,
-        source_table,
-        primary_key
-    from first_classified
-    where is_rebuilt
-),
-
-rebuilt_keys_1 as (
-    select * from rebuilt_keys_0
-    union
-    select
-        key_changes.feed,
-        key_changes.source_schema,
-        key_changes.source_table,
-        case when key_changes.new_key = rebuilt_keys_0.primary_key then key_changes.old_key else key_changes.new_key end
-            as primary_key
-    from key_changes
-    inner join rebuilt_keys_0
-        on
-            key_changes.feed = rebuilt_keys_0.feed
-            and key_changes.source_schema = rebuilt_keys_0.source_schema
-            and key_changes.source_table = rebuilt_keys_0.source_table
-            and rebuilt_keys_0.primary_key in (key_changes.old_key, key_changes.new_key)
-),
-
-rebuilt_keys_2 as (
-    select * from rebuilt_keys_1
-    union
-    select
-        key_changes.feed,
-        key_changes.source_schema,
-        key_changes.source_table,
-        case when key_changes.new_key = rebuilt_keys_1.primary_key then key_changes.old_key else key_changes.new_key end
-            as primary_key
-    from key_changes
-    inner join rebuilt_keys_1
-        on
-            key_changes.feed = rebuilt_keys_1.feed
-            and key_changes.source_schema = rebuilt_keys_1.source_schema
-            and key_changes.source_table = rebuilt_keys_1.source_table
-            and rebuilt_keys_1.primary_key in (key_changes.old_key, key_changes.new_key)
-),
-
-rebuilt_keys_3 as (
-    select * from rebuilt_keys_2
-    union
-    select
-        key_changes.feed,
-        key_changes.source_schema,
-        key_changes.source_table,
-        case when key_changes.new_key = rebuilt_keys_2.primary_key then key_changes.old_key else key_changes.new_key end
-            as primary_key
-    from key_changes
-    inner join rebuilt_keys_2
-        on
-            key_changes.feed = rebuilt_keys_2.feed
-            and key_changes.source_schema = rebuilt_keys_2.source_schema
-            and key_changes.source_table = rebuilt_keys_2.source_table
-            and rebuilt_keys_2.primary_key in (key_changes.old_key, key_changes.new_key)
-),
-
-rebuilt_keys_4 as (
-    select * from rebuilt_keys_3
-    union
-    select
-        key_changes.feed,
-        key_changes.source_schema,
-        key_changes.source_table,
-        case when key_changes.new_key = rebuilt_keys_3.primary_key then key_changes.old_key else key_changes.new_key end
-            as primary_key
-    from key_changes
-    inner join rebuilt_keys_3
-        on
-            key_changes.feed = rebuilt_keys_3.feed
-            and key_changes.source_schema = rebuilt_keys_3.source_schema
-            and key_changes.source_table = rebuilt_keys_3.source_table
-            and rebuilt_keys_3.primary_key in (key_changes.old_key, key_changes.new_key)
-),
-
-classified_keys as (
-    select
-        feed,
-        source_schema,
-        source_table,
-        primary_key
-    from first_classified
-    union
-    select
-        feed,
-        source_schema,
-        source_table,
-        primary_key
-    from rebuilt_keys_4
-),
-
-classified as (
-    select
-        classified_keys.*,
-        previous_state.current_version,
-        previous_state.last_event_order as previous_last_event_order,
-        previous_state.rebuilt_generation as previous_rebuilt_generation,
-        rebuilt_keys_4.primary_key is not null as is_rebuilt
-    from classified_keys
-    left join rebuilt_keys_4
-        on
-            classified_keys.feed = rebuilt_keys_4.feed
-            and classified_keys.source_schema = rebuilt_keys_4.source_schema
-            and classified_keys.source_table = rebuilt_keys_4.source_table
-            and classified_keys.primary_key = rebuilt_keys_4.primary_key
-    left join previous_state
-        on
-            classified_keys.feed = previous_state.feed
-            and classified_keys.source_schema = previous_state.source_schema
-            and classified_keys.source_table = previous_state.source_table
-            and classified_keys.primary_key = previous_state.primary_key
-),
-
-all_events as (
-    {{ cdc_key_events('change_log') }}
-),
-
-row_events as (
-    -- fast path: the new events of a key continued from its current version
-    select new_events.*
-    from new_events
-    left semi join classified
-        on
-            new_events.feed = classified.feed
-            and new_events.source_schema = classified.source_schema
-            and new_events.source_table = classified.source_table
-            and new_events.primary_key = classified.primary_key
-            and not classified.is_rebuilt
-    union all
-    -- rebuild: every event of the key
-    select all_events.*
-    from all_events
-    left semi join classified
-        on
-            all_events.feed = classified.feed
-            and all_events.source_schema = classified.source_schema
-            and all_events.source_table = classified.source_table
-            and all_events.primary_key = classified.primary_key
-            and classified.is_rebuilt
-),
-
-key_loads as (
-    -- the full loads that set a key: their reset does not apply to it (DESIGN.md §6.4)
-    select distinct
-        row_events.feed,
-        row_events.source_schema,
-        row_events.source_table,
-        row_events.primary_key,
-        event.load_transaction
-    from row_events
-    where row_events.event.load_transaction is not null
-),
-
-reset_events as (
-    -- a TRUNCATE applies to every key of its table; the reset of a full load to the keys the
-    -- load does not set; on the fast path only resets after the key's last applied event
-    select
-        classified.feed,
-        classified.source_schema,
-        classified.source_table,
-        classified.primary_key,
-        table_resets.event
-    from classified
-    inner join table_resets
-        on
-            classified.feed = table_resets.feed
-            and classified.source_schema = table_resets.source_schema
-            and classified.source_table = table_resets.source_table
-    left anti join key_loads
-        on
-            classified.feed = key_loads.feed
-            and classified.source_schema = key_loads.source_schema
-            and classified.source_table = key_loads.source_table
-            and classified.primary_key = key_loads.primary_key
-            and table_resets.load_transaction = key_loads.load_transaction
-    where
-        classified.is_rebuilt
-        or classified.previous_last_event_order is null
-        or table_resets.reset_order > classified.previous_last_event_order
-),
-
-events as (
-    -- the key's current version first (fast path), then its row events and resets
-    select
-        classified.feed,
-        classified.source_schema,
-        classified.source_table,
-        classified.primary_key,
-        0 as event_class,
-        classified.current_version.opened_order as event_order,
-        0 as event_rank,
-        'BASE' as kind,
-        case when not classified.current_version.is_deleted then classified.current_version.row end as image,
-        classified.current_version.opened_at as committed_at,
-        classified.current_version.operation,
-        classified.current_version as base_version,
-        cast(null as string) as source_key
-    from classified
-    where not classified.is_rebuilt and classified.current_version is not null
-    union all
-    select
-        row_events.feed,
-        row_events.source_schema,
-        row_events.source_table,
-        row_events.primary_key,
-        1 as event_class,
-        row_events.event.event_order,
-        row_events.event.event_rank,
-        row_events.event.kind,
-        row_events.event.image,
-        row_events.event.committed_at,
-        row_events.event.operation,
-        cast(null as {{ cdc_version_type() }}) as base_version,
-        row_events.event.source_key
-    from row_events
-    union all
-    select
-        reset_events.feed,
-        reset_events.source_schema,
-        reset_events.source_table,
-        reset_events.primary_key,
-        1 as event_class,
-        reset_events.event.event_order,
-        reset_events.event.event_rank,
-        reset_events.event.kind,
-        reset_events.event.image,
-        reset_events.event.committed_at,
-        reset_events.event.operation,
-        cast(null as {{ cdc_version_type() }}) as base_version,
-        cast(null as string) as source_key
-    from reset_events
-),
-
-sequenced as (
-    select
-        *,
-        row_number() over (
-            partition by feed, source_schema, source_table, primary_key
-            order by event_class, event_order, event_rank, kind
-        ) as seq
-    from events
-),
-
-segmented as (
-    -- a segment starts at the current version, a SET or a REMOVE; an UPDATE continues it
-    select
-        *,
-        sum(case when kind = 'OVERLAY' then 0 else 1 end) over (
-            partition by feed, source_schema, source_table, primary_key
-            order by seq rows between unbounded preceding and current row
-        ) as segment,
-        kind in ('SET', 'OVERLAY') or (kind = 'BASE' and image is not null) as sets_columns
-    from sequenced
-),
-
-live as (
-    -- the key has a row after the event: its segment started live, or an UPDATE followed
-    select
-        *,
-        max(sets_columns) over (
-            partition by feed, source_schema, source_table, primary_key, segment
-            order by seq rows between unbounded preceding and current row
-        ) as is_live
-    from segmented
+apply_events as (
+    select * from {{ ref('int_apply_events') }}
 ),
 
 key_change_links as (
     -- the SET of a key change continues the old key's segment before the REMOVE of the same
-    -- change: the row moves to the new key with every column it had (ADR 0008)
+    -- change (reads the is_key_change partition only)
     select
         moved.feed,
         moved.source_schema,
@@ -437,17 +42,20 @@ key_change_links as (
         moved.segment as child_segment,
         removed.primary_key as root_key,
         removed.segment - 1 as root_segment
-    from live as moved
-    inner join live as removed
+    from apply_events as moved
+    inner join apply_events as removed
         on
             moved.feed = removed.feed
             and moved.source_schema = removed.source_schema
             and moved.source_table = removed.source_table
             and moved.source_key = removed.primary_key
             and moved.event_order = removed.event_order
-            and removed.kind = 'REMOVE'
-            and removed.event_rank = 1
-    where moved.source_key is not null and removed.segment > 1
+    where
+        moved.is_key_change
+        and removed.is_key_change
+        and moved.source_key is not null
+        and removed.kind = 'REMOVE'
+        and removed.segment > 1
 ),
 
 lineage_0 as (
@@ -455,119 +63,179 @@ lineage_0 as (
 ),
 
 lineage_1 as (
-    -- pointer jumping: after step i a segment knows its ancestor 2^i key changes back
+    -- the chain followed one more key change back
     select
-        child.feed,
-        child.source_schema,
-        child.source_table,
-        child.child_key,
-        child.child_segment,
-        coalesce(parent.root_key, child.root_key) as root_key,
-        coalesce(parent.root_segment, child.root_segment) as root_segment
-    from lineage_0 as child
-    left join lineage_0 as parent
+        lineage_0.feed,
+        lineage_0.source_schema,
+        lineage_0.source_table,
+        lineage_0.child_key,
+        lineage_0.child_segment,
+        coalesce(key_change_links.root_key, lineage_0.root_key) as root_key,
+        coalesce(key_change_links.root_segment, lineage_0.root_segment) as root_segment
+    from lineage_0
+    left join key_change_links
         on
-            child.feed = parent.feed
-            and child.source_schema = parent.source_schema
-            and child.source_table = parent.source_table
-            and child.root_key = parent.child_key
-            and child.root_segment = parent.child_segment
+            lineage_0.feed = key_change_links.feed
+            and lineage_0.source_schema = key_change_links.source_schema
+            and lineage_0.source_table = key_change_links.source_table
+            and lineage_0.root_key = key_change_links.child_key
+            and lineage_0.root_segment = key_change_links.child_segment
 ),
 
 lineage_2 as (
-    -- pointer jumping: after step i a segment knows its ancestor 2^i key changes back
+    -- the chain followed one more key change back
     select
-        child.feed,
-        child.source_schema,
-        child.source_table,
-        child.child_key,
-        child.child_segment,
-        coalesce(parent.root_key, child.root_key) as root_key,
-        coalesce(parent.root_segment, child.root_segment) as root_segment
-    from lineage_1 as child
-    left join lineage_1 as parent
+        lineage_1.feed,
+        lineage_1.source_schema,
+        lineage_1.source_table,
+        lineage_1.child_key,
+        lineage_1.child_segment,
+        coalesce(key_change_links.root_key, lineage_1.root_key) as root_key,
+        coalesce(key_change_links.root_segment, lineage_1.root_segment) as root_segment
+    from lineage_1
+    left join key_change_links
         on
-            child.feed = parent.feed
-            and child.source_schema = parent.source_schema
-            and child.source_table = parent.source_table
-            and child.root_key = parent.child_key
-            and child.root_segment = parent.child_segment
+            lineage_1.feed = key_change_links.feed
+            and lineage_1.source_schema = key_change_links.source_schema
+            and lineage_1.source_table = key_change_links.source_table
+            and lineage_1.root_key = key_change_links.child_key
+            and lineage_1.root_segment = key_change_links.child_segment
 ),
 
 lineage_3 as (
-    -- pointer jumping: after step i a segment knows its ancestor 2^i key changes back
+    -- the chain followed one more key change back
     select
-        child.feed,
-        child.source_schema,
-        child.source_table,
-        child.child_key,
-        child.child_segment,
-        coalesce(parent.root_key, child.root_key) as root_key,
-        coalesce(parent.root_segment, child.root_segment) as root_segment
-    from lineage_2 as child
-    left join lineage_2 as parent
+        lineage_2.feed,
+        lineage_2.source_schema,
+        lineage_2.source_table,
+        lineage_2.child_key,
+        lineage_2.child_segment,
+        coalesce(key_change_links.root_key, lineage_2.root_key) as root_key,
+        coalesce(key_change_links.root_segment, lineage_2.root_segment) as root_segment
+    from lineage_2
+    left join key_change_links
         on
-            child.feed = parent.feed
-            and child.source_schema = parent.source_schema
-            and child.source_table = parent.source_table
-            and child.root_key = parent.child_key
-            and child.root_segment = parent.child_segment
+            lineage_2.feed = key_change_links.feed
+            and lineage_2.source_schema = key_change_links.source_schema
+            and lineage_2.source_table = key_change_links.source_table
+            and lineage_2.root_key = key_change_links.child_key
+            and lineage_2.root_segment = key_change_links.child_segment
 ),
 
 lineage_4 as (
-    -- pointer jumping: after step i a segment knows its ancestor 2^i key changes back
+    -- the chain followed one more key change back
     select
-        child.feed,
-        child.source_schema,
-        child.source_table,
-        child.child_key,
-        child.child_segment,
-        coalesce(parent.root_key, child.root_key) as root_key,
-        coalesce(parent.root_segment, child.root_segment) as root_segment
-    from lineage_3 as child
-    left join lineage_3 as parent
+        lineage_3.feed,
+        lineage_3.source_schema,
+        lineage_3.source_table,
+        lineage_3.child_key,
+        lineage_3.child_segment,
+        coalesce(key_change_links.root_key, lineage_3.root_key) as root_key,
+        coalesce(key_change_links.root_segment, lineage_3.root_segment) as root_segment
+    from lineage_3
+    left join key_change_links
         on
-            child.feed = parent.feed
-            and child.source_schema = parent.source_schema
-            and child.source_table = parent.source_table
-            and child.root_key = parent.child_key
-            and child.root_segment = parent.child_segment
+            lineage_3.feed = key_change_links.feed
+            and lineage_3.source_schema = key_change_links.source_schema
+            and lineage_3.source_table = key_change_links.source_table
+            and lineage_3.root_key = key_change_links.child_key
+            and lineage_3.root_segment = key_change_links.child_segment
 ),
 
 lineage_5 as (
-    -- pointer jumping: after step i a segment knows its ancestor 2^i key changes back
+    -- the chain followed one more key change back
     select
-        child.feed,
-        child.source_schema,
-        child.source_table,
-        child.child_key,
-        child.child_segment,
-        coalesce(parent.root_key, child.root_key) as root_key,
-        coalesce(parent.root_segment, child.root_segment) as root_segment
-    from lineage_4 as child
-    left join lineage_4 as parent
+        lineage_4.feed,
+        lineage_4.source_schema,
+        lineage_4.source_table,
+        lineage_4.child_key,
+        lineage_4.child_segment,
+        coalesce(key_change_links.root_key, lineage_4.root_key) as root_key,
+        coalesce(key_change_links.root_segment, lineage_4.root_segment) as root_segment
+    from lineage_4
+    left join key_change_links
         on
-            child.feed = parent.feed
-            and child.source_schema = parent.source_schema
-            and child.source_table = parent.source_table
-            and child.root_key = parent.child_key
-            and child.root_segment = parent.child_segment
+            lineage_4.feed = key_change_links.feed
+            and lineage_4.source_schema = key_change_links.source_schema
+            and lineage_4.source_table = key_change_links.source_table
+            and lineage_4.root_key = key_change_links.child_key
+            and lineage_4.root_segment = key_change_links.child_segment
+),
+
+lineage_6 as (
+    -- the chain followed one more key change back
+    select
+        lineage_5.feed,
+        lineage_5.source_schema,
+        lineage_5.source_table,
+        lineage_5.child_key,
+        lineage_5.child_segment,
+        coalesce(key_change_links.root_key, lineage_5.root_key) as root_key,
+        coalesce(key_change_links.root_segment, lineage_5.root_segment) as root_segment
+    from lineage_5
+    left join key_change_links
+        on
+            lineage_5.feed = key_change_links.feed
+            and lineage_5.source_schema = key_change_links.source_schema
+            and lineage_5.source_table = key_change_links.source_table
+            and lineage_5.root_key = key_change_links.child_key
+            and lineage_5.root_segment = key_change_links.child_segment
+),
+
+lineage_7 as (
+    -- the chain followed one more key change back
+    select
+        lineage_6.feed,
+        lineage_6.source_schema,
+        lineage_6.source_table,
+        lineage_6.child_key,
+        lineage_6.child_segment,
+        coalesce(key_change_links.root_key, lineage_6.root_key) as root_key,
+        coalesce(key_change_links.root_segment, lineage_6.root_segment) as root_segment
+    from lineage_6
+    left join key_change_links
+        on
+            lineage_6.feed = key_change_links.feed
+            and lineage_6.source_schema = key_change_links.source_schema
+            and lineage_6.source_table = key_change_links.source_table
+            and lineage_6.root_key = key_change_links.child_key
+            and lineage_6.root_segment = key_change_links.child_segment
+),
+
+lineage_8 as (
+    -- the chain followed one more key change back
+    select
+        lineage_7.feed,
+        lineage_7.source_schema,
+        lineage_7.source_table,
+        lineage_7.child_key,
+        lineage_7.child_segment,
+        coalesce(key_change_links.root_key, lineage_7.root_key) as root_key,
+        coalesce(key_change_links.root_segment, lineage_7.root_segment) as root_segment
+    from lineage_7
+    left join key_change_links
+        on
+            lineage_7.feed = key_change_links.feed
+            and lineage_7.source_schema = key_change_links.source_schema
+            and lineage_7.source_table = key_change_links.source_table
+            and lineage_7.root_key = key_change_links.child_key
+            and lineage_7.root_segment = key_change_links.child_segment
 ),
 
 lineaged as (
     -- a row's lineage: the first segment of its chain of key changes (its own when none)
     select
-        live.*,
-        coalesce(lineage_5.root_key, live.primary_key) as lineage_key,
-        coalesce(lineage_5.root_segment, live.segment) as lineage_segment
-    from live
-    left join lineage_5
+        apply_events.*,
+        coalesce(lineage_8.root_key, apply_events.primary_key) as lineage_key,
+        coalesce(lineage_8.root_segment, apply_events.segment) as lineage_segment
+    from apply_events
+    left join lineage_8
         on
-            live.feed = lineage_5.feed
-            and live.source_schema = lineage_5.source_schema
-            and live.source_table = lineage_5.source_table
-            and live.primary_key = lineage_5.child_key
-            and live.segment = lineage_5.child_segment
+            apply_events.feed = lineage_8.feed
+            and apply_events.source_schema = lineage_8.source_schema
+            and apply_events.source_table = lineage_8.source_table
+            and apply_events.primary_key = lineage_8.child_key
+            and apply_events.segment = lineage_8.child_segment
 ),
 
 lineage_sequenced as (
@@ -762,8 +430,11 @@ key_last_events as (
         source_schema,
         source_table,
         primary_key,
-        max(case when kind != 'BASE' then event_order end) as last_new_event_order
-    from events
+        max(case when kind != 'BASE' then event_order end) as last_new_event_order,
+        max(is_rebuilt) as is_rebuilt,
+        max(previous_last_event_order) as previous_last_event_order,
+        max(previous_rebuilt_generation) as previous_rebuilt_generation
+    from apply_events
     group by feed, source_schema, source_table, primary_key
 ),
 
@@ -784,24 +455,18 @@ final as (
         closed.next_version.opened_at as valid_to,
         closed.next_version.operation as closed_by_operation,
         closed.next_version is null as is_current,
-        classified.is_rebuilt,
+        key_last_events.is_rebuilt,
         case
-            when classified.is_rebuilt or classified.previous_rebuilt_generation is null then '{{ generation }}'
-            else classified.previous_rebuilt_generation
+            when key_last_events.is_rebuilt or key_last_events.previous_rebuilt_generation is null then '{{ generation }}'
+            else key_last_events.previous_rebuilt_generation
         end as rebuilt_generation,
         greatest(
-            case when not classified.is_rebuilt then classified.previous_last_event_order end,
+            case when not key_last_events.is_rebuilt then key_last_events.previous_last_event_order end,
             key_last_events.last_new_event_order
         ) as last_event_order,
         closed.feed,
         '{{ generation }}' as history_generation
     from closed
-    inner join classified
-        on
-            closed.feed = classified.feed
-            and closed.source_schema = classified.source_schema
-            and closed.source_table = classified.source_table
-            and closed.primary_key = classified.primary_key
     inner join key_last_events
         on
             closed.feed = key_last_events.feed
