@@ -1,19 +1,12 @@
 {#-
-    The events of the keys this run applies (DESIGN.md §6, ADR 0008), numbered and cut into
-    segments, one row per event; rewritten by every run and read by int_history_versions.
-    Only keys touched since the last applied generation (int_key_state.state_generation):
-
-    - keys with new changes in change_log, and every known key of a table with a new reset;
-    - fast path: when every new event of a key sorts after the last event already applied to
-      it, its events are its current version (BASE, from int_key_state) and the new events;
-    - rebuild: when a new event sorts before that (late delivery of an earlier position, a late
-      TRUNCATE or full load), all of its changes in change_log; a rebuilt key takes along the
-      keys its row came from or went to by a key change (three key changes away).
-
-    A key's events are numbered in change order (seq); its current version, a SET (INSERT,
-    LOAD, the new key of a key change) or a REMOVE (DELETE, the old key of a key change, a
-    table reset) starts a segment, an UPDATE (OVERLAY) continues it. Partitioned by
-    is_key_change, so that int_history_versions reads the key changes' events alone cheaply.
+    The events of the keys this run applies (int_apply_keys; DESIGN.md §6, ADR 0008), one row
+    per event, rewritten by every run: on the fast path the key's current version (BASE, from
+    int_key_state) and its new events; for a rebuilt key all of its changes in change_log; and
+    the table resets that apply to it. A key's events are numbered in change order (seq); its
+    current version, a SET (INSERT, LOAD, the new key of a key change) or a REMOVE (DELETE, the
+    old key of a key change, a table reset) starts a segment, an UPDATE (OVERLAY) continues it.
+    Partitioned by is_key_change, so that int_history_versions reads the key changes' events
+    alone cheaply.
 -#}
 
 {{ config(
@@ -21,9 +14,7 @@
     partition_by=['is_key_change'],
 ) }}
 
-{%- set watermark = cdc_state_watermark() -%}
-{%- set previous_state = adapter.get_relation(database=this.database, schema=this.schema, identifier='int_key_state')
-    if watermark != '' else none -%}
+{%- set watermark = cdc_state_watermark() %}
 
 with
 
@@ -35,21 +26,8 @@ table_resets as (
     select * from {{ ref('int_table_resets') }}
 ),
 
-previous_state as (
-    {% if previous_state is not none %}
-        select * from {{ previous_state }}
-    {% else %}
-        select
-            cast(null as string) as source_schema,
-            cast(null as string) as source_table,
-            cast(null as string) as primary_key,
-            cast(null as {{ cdc_version_type() }}) as current_version,
-            cast(null as struct<change_position: string, source_file: string, record_index: bigint>) as last_event_order,
-            cast(null as string) as rebuilt_generation,
-            cast(null as string) as state_generation,
-            cast(null as string) as feed
-        where false
-    {% endif %}
+classified as (
+    select * from {{ ref('int_apply_keys') }}
 ),
 
 new_changes as (
@@ -59,198 +37,6 @@ new_changes as (
 
 new_events as (
     {{ cdc_key_events('new_changes') }}
-),
-
-key_first_new_events as (
-    select
-        new_events.feed,
-        new_events.source_schema,
-        new_events.source_table,
-        new_events.primary_key,
-        min(event.event_order) as first_event_order
-    from new_events
-    group by new_events.feed, new_events.source_schema, new_events.source_table, new_events.primary_key
-),
-
-table_first_new_resets as (
-    select
-        feed,
-        source_schema,
-        source_table,
-        min(reset_order) as first_new_reset_order
-    from table_resets
-    where applied_generation > '{{ watermark }}'
-    group by feed, source_schema, source_table
-),
-
-touched_keys as (
-    select
-        feed,
-        source_schema,
-        source_table,
-        primary_key
-    from key_first_new_events
-    union
-    select
-        previous_state.feed,
-        previous_state.source_schema,
-        previous_state.source_table,
-        previous_state.primary_key
-    from previous_state
-    inner join table_first_new_resets
-        on
-            previous_state.feed = table_first_new_resets.feed
-            and previous_state.source_schema = table_first_new_resets.source_schema
-            and previous_state.source_table = table_first_new_resets.source_table
-),
-
-first_classified as (
-    select
-        touched_keys.*,
-        previous_state.primary_key is not null and (
-            coalesce(key_first_new_events.first_event_order <= previous_state.last_event_order, false)
-            or coalesce(table_first_new_resets.first_new_reset_order <= previous_state.last_event_order, false)
-        ) as is_rebuilt
-    from touched_keys
-    left join key_first_new_events
-        on
-            touched_keys.feed = key_first_new_events.feed
-            and touched_keys.source_schema = key_first_new_events.source_schema
-            and touched_keys.source_table = key_first_new_events.source_table
-            and touched_keys.primary_key = key_first_new_events.primary_key
-    left join table_first_new_resets
-        on
-            touched_keys.feed = table_first_new_resets.feed
-            and touched_keys.source_schema = table_first_new_resets.source_schema
-            and touched_keys.source_table = table_first_new_resets.source_table
-    left join previous_state
-        on
-            touched_keys.feed = previous_state.feed
-            and touched_keys.source_schema = previous_state.source_schema
-            and touched_keys.source_table = previous_state.source_table
-            and touched_keys.primary_key = previous_state.primary_key
-),
-
-key_change_edges as (
-    -- every key change on record, both ways (key → other key): a rebuilt key takes the keys its
-    -- row came from and went to along, since their rows depend on each other (ADR 0008)
-    select
-        key_changes.feed,
-        key_changes.source_schema,
-        key_changes.source_table,
-        key_changes.edge.primary_key,
-        key_changes.edge.other_key
-    from (
-        select
-            feed,
-            source_schema,
-            source_table,
-            explode(array(
-                named_struct('primary_key', before_primary_key, 'other_key', primary_key),
-                named_struct('primary_key', primary_key, 'other_key', before_primary_key)
-            )) as edge
-        from change_log
-        where operation = 'UPDATE' and before_primary_key is not null and before_primary_key != primary_key
-    ) as key_changes
-),
-
-rebuilt_keys_0 as (
-    select
-        feed,
-        source_schema,
-        source_table,
-        primary_key
-    from first_classified
-    where is_rebuilt
-),
-
-rebuilt_keys_1 as (
-    select distinct * from (
-        select
-            rebuilt_keys_0.feed,
-            rebuilt_keys_0.source_schema,
-            rebuilt_keys_0.source_table,
-            explode(array_compact(array(rebuilt_keys_0.primary_key, key_change_edges.other_key))) as primary_key
-        from rebuilt_keys_0
-        left join key_change_edges
-            on
-                rebuilt_keys_0.feed = key_change_edges.feed
-                and rebuilt_keys_0.source_schema = key_change_edges.source_schema
-                and rebuilt_keys_0.source_table = key_change_edges.source_table
-                and rebuilt_keys_0.primary_key = key_change_edges.primary_key
-    ) as reached
-),
-
-rebuilt_keys_2 as (
-    select distinct * from (
-        select
-            rebuilt_keys_1.feed,
-            rebuilt_keys_1.source_schema,
-            rebuilt_keys_1.source_table,
-            explode(array_compact(array(rebuilt_keys_1.primary_key, key_change_edges.other_key))) as primary_key
-        from rebuilt_keys_1
-        left join key_change_edges
-            on
-                rebuilt_keys_1.feed = key_change_edges.feed
-                and rebuilt_keys_1.source_schema = key_change_edges.source_schema
-                and rebuilt_keys_1.source_table = key_change_edges.source_table
-                and rebuilt_keys_1.primary_key = key_change_edges.primary_key
-    ) as reached
-),
-
-rebuilt_keys_3 as (
-    select distinct * from (
-        select
-            rebuilt_keys_2.feed,
-            rebuilt_keys_2.source_schema,
-            rebuilt_keys_2.source_table,
-            explode(array_compact(array(rebuilt_keys_2.primary_key, key_change_edges.other_key))) as primary_key
-        from rebuilt_keys_2
-        left join key_change_edges
-            on
-                rebuilt_keys_2.feed = key_change_edges.feed
-                and rebuilt_keys_2.source_schema = key_change_edges.source_schema
-                and rebuilt_keys_2.source_table = key_change_edges.source_table
-                and rebuilt_keys_2.primary_key = key_change_edges.primary_key
-    ) as reached
-),
-
-classified_keys as (
-    select
-        feed,
-        source_schema,
-        source_table,
-        primary_key
-    from first_classified
-    union
-    select
-        feed,
-        source_schema,
-        source_table,
-        primary_key
-    from rebuilt_keys_3
-),
-
-classified as (
-    select
-        classified_keys.*,
-        previous_state.current_version,
-        previous_state.last_event_order as previous_last_event_order,
-        previous_state.rebuilt_generation as previous_rebuilt_generation,
-        rebuilt_keys_3.primary_key is not null as is_rebuilt
-    from classified_keys
-    left join rebuilt_keys_3
-        on
-            classified_keys.feed = rebuilt_keys_3.feed
-            and classified_keys.source_schema = rebuilt_keys_3.source_schema
-            and classified_keys.source_table = rebuilt_keys_3.source_table
-            and classified_keys.primary_key = rebuilt_keys_3.primary_key
-    left join previous_state
-        on
-            classified_keys.feed = previous_state.feed
-            and classified_keys.source_schema = previous_state.source_schema
-            and classified_keys.source_table = previous_state.source_table
-            and classified_keys.primary_key = previous_state.primary_key
 ),
 
 all_events as (

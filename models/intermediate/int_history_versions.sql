@@ -62,165 +62,28 @@ lineage_0 as (
     select * from key_change_links
 ),
 
-lineage_1 as (
-    -- the chain followed one more key change back
-    select
-        lineage_0.feed,
-        lineage_0.source_schema,
-        lineage_0.source_table,
-        lineage_0.child_key,
-        lineage_0.child_segment,
-        coalesce(key_change_links.root_key, lineage_0.root_key) as root_key,
-        coalesce(key_change_links.root_segment, lineage_0.root_segment) as root_segment
-    from lineage_0
-    left join key_change_links
-        on
-            lineage_0.feed = key_change_links.feed
-            and lineage_0.source_schema = key_change_links.source_schema
-            and lineage_0.source_table = key_change_links.source_table
-            and lineage_0.root_key = key_change_links.child_key
-            and lineage_0.root_segment = key_change_links.child_segment
-),
+{%- for step in range(1, 9) %}
 
-lineage_2 as (
-    -- the chain followed one more key change back
-    select
-        lineage_1.feed,
-        lineage_1.source_schema,
-        lineage_1.source_table,
-        lineage_1.child_key,
-        lineage_1.child_segment,
-        coalesce(key_change_links.root_key, lineage_1.root_key) as root_key,
-        coalesce(key_change_links.root_segment, lineage_1.root_segment) as root_segment
-    from lineage_1
-    left join key_change_links
-        on
-            lineage_1.feed = key_change_links.feed
-            and lineage_1.source_schema = key_change_links.source_schema
-            and lineage_1.source_table = key_change_links.source_table
-            and lineage_1.root_key = key_change_links.child_key
-            and lineage_1.root_segment = key_change_links.child_segment
-),
-
-lineage_3 as (
-    -- the chain followed one more key change back
-    select
-        lineage_2.feed,
-        lineage_2.source_schema,
-        lineage_2.source_table,
-        lineage_2.child_key,
-        lineage_2.child_segment,
-        coalesce(key_change_links.root_key, lineage_2.root_key) as root_key,
-        coalesce(key_change_links.root_segment, lineage_2.root_segment) as root_segment
-    from lineage_2
-    left join key_change_links
-        on
-            lineage_2.feed = key_change_links.feed
-            and lineage_2.source_schema = key_change_links.source_schema
-            and lineage_2.source_table = key_change_links.source_table
-            and lineage_2.root_key = key_change_links.child_key
-            and lineage_2.root_segment = key_change_links.child_segment
-),
-
-lineage_4 as (
-    -- the chain followed one more key change back
-    select
-        lineage_3.feed,
-        lineage_3.source_schema,
-        lineage_3.source_table,
-        lineage_3.child_key,
-        lineage_3.child_segment,
-        coalesce(key_change_links.root_key, lineage_3.root_key) as root_key,
-        coalesce(key_change_links.root_segment, lineage_3.root_segment) as root_segment
-    from lineage_3
-    left join key_change_links
-        on
-            lineage_3.feed = key_change_links.feed
-            and lineage_3.source_schema = key_change_links.source_schema
-            and lineage_3.source_table = key_change_links.source_table
-            and lineage_3.root_key = key_change_links.child_key
-            and lineage_3.root_segment = key_change_links.child_segment
-),
-
-lineage_5 as (
-    -- the chain followed one more key change back
-    select
-        lineage_4.feed,
-        lineage_4.source_schema,
-        lineage_4.source_table,
-        lineage_4.child_key,
-        lineage_4.child_segment,
-        coalesce(key_change_links.root_key, lineage_4.root_key) as root_key,
-        coalesce(key_change_links.root_segment, lineage_4.root_segment) as root_segment
-    from lineage_4
-    left join key_change_links
-        on
-            lineage_4.feed = key_change_links.feed
-            and lineage_4.source_schema = key_change_links.source_schema
-            and lineage_4.source_table = key_change_links.source_table
-            and lineage_4.root_key = key_change_links.child_key
-            and lineage_4.root_segment = key_change_links.child_segment
-),
-
-lineage_6 as (
-    -- the chain followed one more key change back
-    select
-        lineage_5.feed,
-        lineage_5.source_schema,
-        lineage_5.source_table,
-        lineage_5.child_key,
-        lineage_5.child_segment,
-        coalesce(key_change_links.root_key, lineage_5.root_key) as root_key,
-        coalesce(key_change_links.root_segment, lineage_5.root_segment) as root_segment
-    from lineage_5
-    left join key_change_links
-        on
-            lineage_5.feed = key_change_links.feed
-            and lineage_5.source_schema = key_change_links.source_schema
-            and lineage_5.source_table = key_change_links.source_table
-            and lineage_5.root_key = key_change_links.child_key
-            and lineage_5.root_segment = key_change_links.child_segment
-),
-
-lineage_7 as (
-    -- the chain followed one more key change back
-    select
-        lineage_6.feed,
-        lineage_6.source_schema,
-        lineage_6.source_table,
-        lineage_6.child_key,
-        lineage_6.child_segment,
-        coalesce(key_change_links.root_key, lineage_6.root_key) as root_key,
-        coalesce(key_change_links.root_segment, lineage_6.root_segment) as root_segment
-    from lineage_6
-    left join key_change_links
-        on
-            lineage_6.feed = key_change_links.feed
-            and lineage_6.source_schema = key_change_links.source_schema
-            and lineage_6.source_table = key_change_links.source_table
-            and lineage_6.root_key = key_change_links.child_key
-            and lineage_6.root_segment = key_change_links.child_segment
-),
-
-lineage_8 as (
-    -- the chain followed one more key change back
-    select
-        lineage_7.feed,
-        lineage_7.source_schema,
-        lineage_7.source_table,
-        lineage_7.child_key,
-        lineage_7.child_segment,
-        coalesce(key_change_links.root_key, lineage_7.root_key) as root_key,
-        coalesce(key_change_links.root_segment, lineage_7.root_segment) as root_segment
-    from lineage_7
-    left join key_change_links
-        on
-            lineage_7.feed = key_change_links.feed
-            and lineage_7.source_schema = key_change_links.source_schema
-            and lineage_7.source_table = key_change_links.source_table
-            and lineage_7.root_key = key_change_links.child_key
-            and lineage_7.root_segment = key_change_links.child_segment
-),
+    lineage_{{ step }} as (
+        -- the chain followed one more key change back (eight steps: chains of eight key changes)
+        select
+            lineage_{{ step - 1 }}.feed,
+            lineage_{{ step - 1 }}.source_schema,
+            lineage_{{ step - 1 }}.source_table,
+            lineage_{{ step - 1 }}.child_key,
+            lineage_{{ step - 1 }}.child_segment,
+            coalesce(key_change_links.root_key, lineage_{{ step - 1 }}.root_key) as root_key,
+            coalesce(key_change_links.root_segment, lineage_{{ step - 1 }}.root_segment) as root_segment
+        from lineage_{{ step - 1 }}
+        left join key_change_links
+            on
+                lineage_{{ step - 1 }}.feed = key_change_links.feed
+                and lineage_{{ step - 1 }}.source_schema = key_change_links.source_schema
+                and lineage_{{ step - 1 }}.source_table = key_change_links.source_table
+                and lineage_{{ step - 1 }}.root_key = key_change_links.child_key
+                and lineage_{{ step - 1 }}.root_segment = key_change_links.child_segment
+    ),
+{%- endfor %}
 
 lineaged as (
     -- a row's lineage: the first segment of its chain of key changes (its own when none)

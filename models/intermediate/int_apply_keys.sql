@@ -1,0 +1,217 @@
+{#-
+    The keys this run applies (DESIGN.md §6, ADR 0008), one row each, rewritten by every run:
+    keys with new changes in change_log since the last applied generation
+    (int_key_state.state_generation), and every known key of a table with a new reset. A key
+    is rebuilt (all its changes again) when a new event sorts before the last event applied to
+    it (late delivery of an earlier position, a late TRUNCATE or full load), and so are the keys
+    its row came from or went to by a key change (three key changes away); otherwise its new
+    events continue its current version (fast path). A table of its own: int_apply_events reads
+    it several times.
+-#}
+
+{{ config(materialized='table') }}
+
+{%- set watermark = cdc_state_watermark() -%}
+{%- set previous_state = adapter.get_relation(database=this.database, schema=this.schema, identifier='int_key_state')
+    if watermark != '' else none -%}
+
+with
+
+change_log as (
+    select * from {{ ref('change_log') }}
+),
+
+table_resets as (
+    select * from {{ ref('int_table_resets') }}
+),
+
+previous_state as (
+    {% if previous_state is not none %}
+        select * from {{ previous_state }}
+    {% else %}
+        select
+            cast(null as string) as source_schema,
+            cast(null as string) as source_table,
+            cast(null as string) as primary_key,
+            cast(null as {{ cdc_version_type() }}) as current_version,
+            cast(null as struct<change_position: string, source_file: string, record_index: bigint>) as last_event_order,
+            cast(null as string) as rebuilt_generation,
+            cast(null as string) as state_generation,
+            cast(null as string) as feed
+        where false
+    {% endif %}
+),
+
+new_changes as (
+    select * from change_log
+    where applied_generation > '{{ watermark }}'
+),
+
+new_events as (
+    {{ cdc_key_events('new_changes') }}
+),
+
+key_first_new_events as (
+    select
+        new_events.feed,
+        new_events.source_schema,
+        new_events.source_table,
+        new_events.primary_key,
+        min(event.event_order) as first_event_order
+    from new_events
+    group by new_events.feed, new_events.source_schema, new_events.source_table, new_events.primary_key
+),
+
+table_first_new_resets as (
+    select
+        feed,
+        source_schema,
+        source_table,
+        min(reset_order) as first_new_reset_order
+    from table_resets
+    where applied_generation > '{{ watermark }}'
+    group by feed, source_schema, source_table
+),
+
+touched_keys as (
+    select
+        feed,
+        source_schema,
+        source_table,
+        primary_key
+    from key_first_new_events
+    union
+    select
+        previous_state.feed,
+        previous_state.source_schema,
+        previous_state.source_table,
+        previous_state.primary_key
+    from previous_state
+    inner join table_first_new_resets
+        on
+            previous_state.feed = table_first_new_resets.feed
+            and previous_state.source_schema = table_first_new_resets.source_schema
+            and previous_state.source_table = table_first_new_resets.source_table
+),
+
+first_classified as (
+    select
+        touched_keys.*,
+        previous_state.primary_key is not null and (
+            coalesce(key_first_new_events.first_event_order <= previous_state.last_event_order, false)
+            or coalesce(table_first_new_resets.first_new_reset_order <= previous_state.last_event_order, false)
+        ) as is_rebuilt
+    from touched_keys
+    left join key_first_new_events
+        on
+            touched_keys.feed = key_first_new_events.feed
+            and touched_keys.source_schema = key_first_new_events.source_schema
+            and touched_keys.source_table = key_first_new_events.source_table
+            and touched_keys.primary_key = key_first_new_events.primary_key
+    left join table_first_new_resets
+        on
+            touched_keys.feed = table_first_new_resets.feed
+            and touched_keys.source_schema = table_first_new_resets.source_schema
+            and touched_keys.source_table = table_first_new_resets.source_table
+    left join previous_state
+        on
+            touched_keys.feed = previous_state.feed
+            and touched_keys.source_schema = previous_state.source_schema
+            and touched_keys.source_table = previous_state.source_table
+            and touched_keys.primary_key = previous_state.primary_key
+),
+
+key_change_edges as (
+    -- every key change on record, both ways (key → other key): a rebuilt key takes the keys its
+    -- row came from and went to along, since their rows depend on each other (ADR 0008)
+    select
+        key_changes.feed,
+        key_changes.source_schema,
+        key_changes.source_table,
+        key_changes.edge.primary_key,
+        key_changes.edge.other_key
+    from (
+        select
+            feed,
+            source_schema,
+            source_table,
+            explode(array(
+                named_struct('primary_key', before_primary_key, 'other_key', primary_key),
+                named_struct('primary_key', primary_key, 'other_key', before_primary_key)
+            )) as edge
+        from change_log
+        where operation = 'UPDATE' and before_primary_key is not null and before_primary_key != primary_key
+    ) as key_changes
+),
+
+rebuilt_keys_0 as (
+    select
+        feed,
+        source_schema,
+        source_table,
+        primary_key
+    from first_classified
+    where is_rebuilt
+),
+
+{%- for step in range(1, 4) %}
+
+    rebuilt_keys_{{ step }} as (
+        -- one key change further (three steps)
+        select distinct * from (
+            select
+                rebuilt_keys_{{ step - 1 }}.feed,
+                rebuilt_keys_{{ step - 1 }}.source_schema,
+                rebuilt_keys_{{ step - 1 }}.source_table,
+                explode(array_compact(array(rebuilt_keys_{{ step - 1 }}.primary_key, key_change_edges.other_key)))
+                    as primary_key
+            from rebuilt_keys_{{ step - 1 }}
+            left join key_change_edges
+                on
+                    rebuilt_keys_{{ step - 1 }}.feed = key_change_edges.feed
+                    and rebuilt_keys_{{ step - 1 }}.source_schema = key_change_edges.source_schema
+                    and rebuilt_keys_{{ step - 1 }}.source_table = key_change_edges.source_table
+                    and rebuilt_keys_{{ step - 1 }}.primary_key = key_change_edges.primary_key
+        ) as reached
+    ),
+{%- endfor %}
+
+classified_keys as (
+    select
+        feed,
+        source_schema,
+        source_table,
+        primary_key
+    from first_classified
+    union
+    select
+        feed,
+        source_schema,
+        source_table,
+        primary_key
+    from rebuilt_keys_3
+),
+
+classified as (
+    select
+        classified_keys.*,
+        previous_state.current_version,
+        previous_state.last_event_order as previous_last_event_order,
+        previous_state.rebuilt_generation as previous_rebuilt_generation,
+        rebuilt_keys_3.primary_key is not null as is_rebuilt
+    from classified_keys
+    left join rebuilt_keys_3
+        on
+            classified_keys.feed = rebuilt_keys_3.feed
+            and classified_keys.source_schema = rebuilt_keys_3.source_schema
+            and classified_keys.source_table = rebuilt_keys_3.source_table
+            and classified_keys.primary_key = rebuilt_keys_3.primary_key
+    left join previous_state
+        on
+            classified_keys.feed = previous_state.feed
+            and classified_keys.source_schema = previous_state.source_schema
+            and classified_keys.source_table = previous_state.source_table
+            and classified_keys.primary_key = previous_state.primary_key
+)
+
+select * from classified
