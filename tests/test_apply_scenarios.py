@@ -3,8 +3,9 @@ that can express it, with a hand-written expected current state and history.
 
 Every scenario is a small script of transactions on the CUSTOMERS table of the format's source
 database, written to files by the format's simulator writer (the Linkexpress full-load case by
-``lx_record``). All scenario feeds share one project; files land in two rounds (the
-out-of-order case lands its later files first) and each round is one ``cdc run``.
+``lx_record``). All scenario feeds share one project (with the other two-round tests,
+``tests/two_rounds.py``); files land in two rounds (the out-of-order cases land their later
+files first) and each round is one ``cdc run``.
 
 Cases a format cannot express, and why:
 - TRUNCATE: Qlik change tables and Kafka messages of this simulator carry none.
@@ -32,13 +33,13 @@ from python_udfs.simulator import (
     SimChange,
     Simulation,
     _new_row,
-    catalog_rows,
     primary_key_text,
     tables_for,
     write_feed,
 )
 from python_udfs.simulator_japanese import lx_record
-from tests.spark_project import cdc, make_project, read_mart
+from tests.spark_project import read_mart
+from tests.two_rounds import Contribution
 
 pytestmark = pytest.mark.spark
 
@@ -273,12 +274,12 @@ def _land(src: Path, landing: Path, files: list[Path]) -> None:
         shutil.copy2(path, target)
 
 
-@pytest.fixture(scope="module")
-def scenario_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("scenarios")
-    src, landing, lake = root / "src", root / "landing", root / "lake"
+def prepare(src: Path) -> Contribution:
+    """Write every scenario's feed under ``src`` (the two-round project, ``tests/two_rounds``).
+
+    Round 1 lands each feed's files except, for the late cases, the earlier half of its
+    positions; round 2 lands those. ``expected`` maps feed to (current state, history)."""
     feeds, expected, later = {}, {}, []
-    feeds_yaml = ["  cdc_feeds:"]
     for scenario in SCENARIOS:
         for short in scenario.formats:
             feed = f"{scenario.name}_{short}"
@@ -286,41 +287,32 @@ def scenario_run(tmp_path_factory):
             expected[feed] = scenario.script(script)
             folder = src / feed
             write_feed(script.simulation(), FORMATS[short], folder, OPTIONS[short])
-            feeds[feed] = FORMATS[short]
+            feeds[feed] = short
             if scenario.late_first:
                 later += _earlier_half(folder)  # the earlier positions land in round 2
             if scenario.name.startswith("dup"):
                 name = script.changes[0].after["NAME"]
                 _duplicate(folder, short, scenario.name == "dupconflict", name)
-    feeds["fullload_lx"] = FORMATS["lx"]
+    feeds["fullload_lx"] = "lx"
     expected["fullload_lx"] = _write_full_load(src / "fullload_lx")
-    for feed, fmt in feeds.items():
-        short = next(k for k, v in FORMATS.items() if v == fmt)
-        options = {k: v for k, v in OPTIONS[short].items() if k not in WRITER_ONLY}
-        feeds_yaml += [f"    {feed}:", f"      format: {fmt}", f"      path: {feed}"]
-        feeds_yaml += ["      options:"] + [f"        {k}: {v}" for k, v in options.items()]
-    project = make_project(
-        root, "\n".join(feeds_yaml) + "\n", seeds=catalog_rows(feeds), typed_models=False
-    )
-    first = [p for p in sorted(src.rglob("*")) if p.is_file() and p not in later]
-    _land(src, landing, first)
-    round1 = cdc(project, "run", landing=landing, lake=lake)
-    _land(src, landing, later)
-    round2 = cdc(project, "run", landing=landing, lake=lake)
-    history = [
-        json.loads(line)
-        for line in cdc(
-            project,
-            "sql",
-            "--json",
-            "select feed, primary_key, opened_by_operation, is_deleted, row, valid_from_position,"
-            " valid_to_position, is_current from cdc.history",
-            landing=landing,
-            lake=lake,
-        ).stdout.splitlines()
-        if line.startswith("{")
-    ]
-    return expected, lake, history, round1, round2
+    specs = {
+        feed: (FORMATS[short], {k: v for k, v in OPTIONS[short].items() if k not in WRITER_ONLY})
+        for feed, short in feeds.items()
+    }
+    folders = [src / feed for feed in feeds]
+
+    def land_round1(src: Path, landing: Path) -> None:
+        first = [p for f in folders for p in sorted(f.rglob("*")) if p.is_file()]
+        _land(src, landing, [p for p in first if p not in later])
+
+    return Contribution(specs, land_round1, expected)
+
+
+@pytest.fixture(scope="module")
+def scenario_run(two_rounds):
+    run = two_rounds
+    expected = run.contributions["scenarios"].expected
+    return expected, run.lake, run.history, run.round1, run.round2
 
 
 def _duplicate(folder: Path, short: str, conflict: bool, name: str) -> None:

@@ -13,6 +13,7 @@ from python_udfs.cli import DEMO_TRUNCATE_EVERY
 from python_udfs.config import CDC_COLUMNS_HEADER, load_project
 from python_udfs.simulator import JP_TABLES, catalog_rows, simulate, write_feed
 from tests.spark_project import REPO, cdc, make_project, read_mart, write_seeds
+from tests.two_rounds import Contribution
 
 pytestmark = pytest.mark.spark
 FEEDS = {
@@ -582,39 +583,34 @@ def test_real_goldengate_trails_through_stage_scaffold_and_run(tmp_path, samples
     assert sorted(str(r["product_price"]) for r in typed) == ["14000.00", "16520.00", "25000.00"]
 
 
-GG_LITTLE = """  cdc_feeds:
-    gg_le:
-      format: goldengate_trail
-      path: gg_le
-      options:
-        byte_order: little
-"""
-
-
-def test_little_endian_trails_with_metadata_records_growing_between_runs(tmp_path):
-    """12.2-style trails (TDR records, unified updates, truncates), little-endian, transactions
-    across files, and a last trail file caught half written by the first run."""
-    landing, lake = tmp_path / "landing", tmp_path / "lake"
-    project = make_project(
-        tmp_path, GG_LITTLE, seeds=catalog_rows({"gg_le": "goldengate_trail"}), typed_models=False
-    )
+def prepare_little_endian(src: Path) -> Contribution:
+    """12.2-style trails (TDR records, unified updates, truncates), little-endian, for the
+    two-round project (``tests/two_rounds``): round 1 lands every trail file, the last one cut
+    30 bytes short (the writer is in the middle of its last record); round 2 the whole file.
+    ``expected`` is the simulation."""
     sim = simulate(seed=5, truncate_every=15)
     assert any(c.operation == "TRUNCATE" for c in sim.changes)
-    write_feed(sim, "goldengate_trail", landing / "gg_le", {"byte_order": "little"})
-    trails = sorted((landing / "gg_le").iterdir())
+    write_feed(sim, "goldengate_trail", src / "gg_le", {"byte_order": "little"})
+
+    def land_round1(src: Path, landing: Path) -> None:
+        shutil.copytree(src / "gg_le", landing / "gg_le")
+        last = sorted((landing / "gg_le").iterdir())[-1]
+        last.write_bytes(last.read_bytes()[:-30])
+
+    return Contribution({"gg_le": ("goldengate_trail", {"byte_order": "little"})}, land_round1, sim)
+
+
+def test_little_endian_trails_with_metadata_records_growing_between_runs(two_rounds):
+    """Transactions across files, and a last trail file caught half written by round 1."""
+    sim, lake = two_rounds.contributions["little_endian"].expected, two_rounds.lake
+    trails = sorted((two_rounds.landing / "gg_le").iterdir())
     assert len(trails) >= 3
-    last = trails[-1]
-    full = last.read_bytes()
-    last.write_bytes(full[: len(full) - 30])  # the writer is in the middle of its last record
-    cdc(project, "run", landing=landing, lake=lake)
-    manifest = {m["source_file"]: m for m in read_mart(lake, "ingested_files")}
-    assert manifest[f"gg_le/{last.name}"]["status"] == "partial"
-    assert read_mart(lake, "ingest_rejects") == []
-    last.write_bytes(full)  # the writer finished the record and the file
-    cdc(project, "run", landing=landing, lake=lake)
-    assert read_mart(lake, "ingest_rejects") == []
+    manifest = {m["source_file"]: m for m in two_rounds.after_round1["ingested_files"]}
+    assert manifest[f"gg_le/{trails[-1].name}"]["status"] == "partial"
+    assert [r for r in two_rounds.after_round1["ingest_rejects"] if r["feed"] == "gg_le"] == []
+    assert [r for r in read_mart(lake, "ingest_rejects") if r["feed"] == "gg_le"] == []
     assert _state(lake)["gg_le"] == {k: v for k, v in sim.final_state.items() if v}
-    log = read_mart(lake, "change_log")
+    log = [r for r in read_mart(lake, "change_log") if r["feed"] == "gg_le"]
     assert {r["change_position"][:10] for r in log} == {f"{n:010d}" for n in range(len(trails))}
     spanning = {r["transaction_id"] for r in log if r["source_file"] != log[0]["source_file"]}
     files_per_txn = {}

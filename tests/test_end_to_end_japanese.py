@@ -1,4 +1,5 @@
-"""End to end for the HiRDB and Linkexpress feeds, landed in two rounds.
+"""End to end for the HiRDB and Linkexpress feeds, landed in two rounds (the shared two-round
+project of ``tests/two_rounds.py``).
 
 Round 1 lands the first update-SQL file, whose last transaction has no COMMIT yet, and the start
 of the second file, cut inside the COMMIT line that closes it; and the first Linkexpress files (a group-unit feed and a
@@ -10,35 +11,20 @@ after round 2 current state equals the simulated database.
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
-from python_udfs.simulator import JP_TABLES, catalog_rows, simulate, write_feed
-from tests.spark_project import cdc, make_project, read_mart
+from python_udfs.simulator import JP_TABLES, simulate, write_feed
+from tests.spark_project import read_mart
+from tests.two_rounds import Contribution
 
 pytestmark = pytest.mark.spark
-FEEDS_YAML = """  cdc_feeds:
-    hirdb_rounds:
-      format: hirdb_update_sql
-      path: hirdb_rounds
-      options:
-        encoding: auto
-    lx_group:
-      format: linkexpress_extract
-      path: lx_group
-      options:
-        unit: group
-    lx_table:
-      format: linkexpress_extract
-      path: lx_table
-      options:
-        unit: table
-        difftype: jnl
-"""
+#: Feed: (format, decoder options).
 FEEDS = {
-    "hirdb_rounds": "hirdb_update_sql",
-    "lx_group": "linkexpress_extract",
-    "lx_table": "linkexpress_extract",
+    "hirdb_rounds": ("hirdb_update_sql", {"encoding": "auto"}),
+    "lx_group": ("linkexpress_extract", {"unit": "group"}),
+    "lx_table": ("linkexpress_extract", {"unit": "table", "difftype": "jnl"}),
 }
 WRITER_OPTIONS = {
     "hirdb_rounds": {"files": 2, "encoding": "cp932"},
@@ -63,30 +49,41 @@ def _state(lake, feed):
     return state
 
 
-def test_two_landing_rounds_close_the_open_transaction_and_reach_the_simulated_state(tmp_path):
+def prepare(src: Path) -> Contribution:
+    """Write the three feeds of one simulated database under ``src`` (``tests/two_rounds``).
+
+    Round 1 lands the first SQL file whole, the second cut inside its first COMMIT line, and
+    the first half of each extract feed's files; round 2 the rest. ``expected`` is the
+    simulation."""
     sim = simulate(seed=21, load_rows=10, transactions=36, truncate_every=10, tables=JP_TABLES)
-    full, landing, lake = tmp_path / "full", tmp_path / "landing", tmp_path / "lake"
-    for feed, fmt in FEEDS.items():
-        write_feed(sim, fmt, full / feed, WRITER_OPTIONS[feed])
-    project = make_project(tmp_path, FEEDS_YAML, catalog_rows(FEEDS), typed_models=False)
-    # Round 1: the first SQL file whole, the second cut inside its first COMMIT line.
-    sql_files = sorted((full / "hirdb_rounds").iterdir())
-    (landing / "hirdb_rounds").mkdir(parents=True)
-    shutil.copy(sql_files[0], landing / "hirdb_rounds" / sql_files[0].name)
+    for feed, (fmt, _options) in FEEDS.items():
+        write_feed(sim, fmt, src / feed, WRITER_OPTIONS[feed])
+
+    def land_round1(src: Path, landing: Path) -> None:
+        sql_files = sorted((src / "hirdb_rounds").iterdir())
+        (landing / "hirdb_rounds").mkdir(parents=True)
+        shutil.copy(sql_files[0], landing / "hirdb_rounds" / sql_files[0].name)
+        second = sql_files[1].read_bytes()
+        cut = second.index(b"COMMIT;") + 3  # inside the line that closes file 1's last transaction
+        (landing / "hirdb_rounds" / sql_files[1].name).write_bytes(second[:cut])
+        for feed in ("lx_group", "lx_table"):
+            paths = sorted((src / feed).rglob("*.dat"), key=lambda p: p.name)
+            for path in paths[: len(paths) // 2]:
+                target = landing / path.relative_to(src)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(path, target)
+
+    return Contribution(FEEDS, land_round1, sim)
+
+
+def test_two_landing_rounds_close_the_open_transaction_and_reach_the_simulated_state(two_rounds):
+    sim = two_rounds.contributions["japanese"].expected
+    lake = two_rounds.lake
+    sql_files = sorted((two_rounds.landing / "hirdb_rounds").iterdir())
     second = sql_files[1].read_bytes()
-    cut = second.index(b"COMMIT;") + 3  # inside the line that closes file 1's last transaction
-    (landing / "hirdb_rounds" / sql_files[1].name).write_bytes(second[:cut])
-    extract_files = {
-        feed: sorted((full / feed).rglob("*.dat"), key=lambda p: p.name)
-        for feed in ("lx_group", "lx_table")
-    }
-    for feed, paths in extract_files.items():
-        for path in paths[: len(paths) // 2]:
-            target = landing / feed / path.relative_to(full / feed)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(path, target)
-    cdc(project, "run", landing=landing, lake=lake)
-    pending = read_mart(lake, "pending_changes")
+    cut = second.index(b"COMMIT;") + 3
+    # After round 1: the first SQL file whole, the second cut inside its first COMMIT line.
+    pending = two_rounds.after_round1["pending_changes"]
     first_file_tail = [
         r
         for r in pending
@@ -95,7 +92,7 @@ def test_two_landing_rounds_close_the_open_transaction_and_reach_the_simulated_s
     assert first_file_tail, "the first file ends inside a transaction: its tail is pending"
     manifest = {
         m["source_file"]: m
-        for m in read_mart(lake, "ingested_files")
+        for m in two_rounds.after_round1["ingested_files"]
         if m["feed"] == "hirdb_rounds"
     }
     partial = manifest[f"hirdb_rounds/{sql_files[1].name}"]
@@ -103,10 +100,7 @@ def test_two_landing_rounds_close_the_open_transaction_and_reach_the_simulated_s
         partial["status"] == "partial" and partial["byte_end"] == second.rindex(b"\n", 0, cut) + 1
     )
     assert not any(r["feed"] == "lx_table" for r in pending)  # one-table files are complete
-    # Round 2: everything.
-    for feed in FEEDS:
-        shutil.copytree(full / feed, landing / feed, dirs_exist_ok=True)
-    cdc(project, "run", landing=landing, lake=lake)
+    # After round 2: everything.
     expected = {k: v for k, v in sim.final_state.items() if v}
     assert _state(lake, "hirdb_rounds") == expected
     assert _state(lake, "lx_group") == expected

@@ -1,0 +1,91 @@
+"""One project whose feeds land in two rounds, shared by every test that needs two rounds.
+
+Each ``cdc run`` costs about a minute whatever its data (a JVM, dbt, some 70 nodes), so the
+tests that land files in two rounds share one project and two runs instead of two runs each:
+the apply scenarios (``test_apply_scenarios``), the HiRDB and Linkexpress rounds
+(``test_end_to_end_japanese``) and the little-endian trails (``test_end_to_end``). Their feeds
+have their own names and folders, so no feed sees another's files.
+
+A contribution writes its feeds' complete files under ``src/<feed>`` and says what lands in
+round 1; round 2 lands the rest: every file of ``src`` missing from the landing folder or with
+other bytes there (a file cut in round 1 grows to its full length).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from python_udfs.simulator import catalog_rows
+from tests.spark_project import cdc, make_project, read_mart
+
+#: Marts read right after round 1, for the tests that check what round 1 left pending.
+ROUND1_MARTS = ("pending_changes", "ingested_files", "ingest_rejects")
+
+
+@dataclass
+class Contribution:
+    """Feeds of one test module: ``{feed: (format, decoder options)}``, the round-1 landing
+    (``land_round1(src, landing)``) and whatever the module's tests expect."""
+
+    feeds: dict[str, tuple[str, dict[str, Any]]]
+    land_round1: Callable[[Path, Path], None]
+    expected: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def land_rest(src: Path, landing: Path) -> None:
+    """Copy every file of ``src`` that ``landing`` lacks or holds with other bytes."""
+    for path in sorted(p for p in src.rglob("*") if p.is_file()):
+        target = landing / path.relative_to(src)
+        if target.is_file() and target.read_bytes() == path.read_bytes():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+
+
+def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> SimpleNamespace:
+    """Write every contribution's files, build the project, run round 1 and round 2.
+
+    Returns ``project``, ``landing``, ``lake``, ``round1`` / ``round2`` (the completed ``cdc
+    run`` processes), ``after_round1`` (:data:`ROUND1_MARTS` rows as round 1 left them),
+    ``history`` (every row of ``cdc.history`` after round 2, as JSON objects) and
+    ``contributions`` by name.
+    """
+    src, landing, lake = root / "src", root / "landing", root / "lake"
+    contributions = {name: prepare(src) for name, prepare in prepares.items()}
+    feeds = {f: spec for c in contributions.values() for f, spec in c.feeds.items()}
+    lines = ["  cdc_feeds:"]
+    for feed, (fmt, options) in feeds.items():
+        lines += [f"    {feed}:", f"      format: {fmt}", f"      path: {feed}", "      options:"]
+        lines += [f"        {k}: {v}" for k, v in options.items()]
+    seeds = catalog_rows({feed: fmt for feed, (fmt, _options) in feeds.items()})
+    project = make_project(root, "\n".join(lines) + "\n", seeds=seeds, typed_models=False)
+    for contribution in contributions.values():
+        contribution.land_round1(src, landing)
+    round1 = cdc(project, "run", landing=landing, lake=lake)
+    after_round1 = {mart: read_mart(lake, mart) for mart in ROUND1_MARTS}
+    land_rest(src, landing)
+    round2 = cdc(project, "run", landing=landing, lake=lake)
+    history = [
+        json.loads(line)
+        for line in cdc(
+            project, "sql", "--json", "select * from cdc.history", landing=landing, lake=lake
+        ).stdout.splitlines()
+        if line.startswith("{")
+    ]
+    return SimpleNamespace(
+        project=project,
+        landing=landing,
+        lake=lake,
+        round1=round1,
+        round2=round2,
+        after_round1=after_round1,
+        history=history,
+        contributions=contributions,
+    )
