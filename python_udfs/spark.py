@@ -39,7 +39,10 @@ def spark_conf(lake_root: Path) -> dict[str, str]:
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
             f"jdbc:derby:;databaseName={lake / 'metastore_db'};create=true"
         ),
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={lake} -Dderby.stream.error.file={lake / 'derby.log'}",
+        "spark.driver.extraJavaOptions": (
+            f"-Dderby.system.home={lake} -Dderby.stream.error.file={lake / 'derby.log'} "
+            + os.environ.get("CDC_SPARK_JAVA_OPTIONS", "")
+        ).strip(),
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         # A run killed during CREATE TABLE AS SELECT leaves the table folder without a metastore
         # entry; the next run must be able to create the table there again (crash safety).
