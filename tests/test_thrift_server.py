@@ -46,8 +46,7 @@ def _wait_for_port(port: int, proc: subprocess.Popen, log: Path, timeout: float 
 def test_dbt_build_through_a_loopback_thrift_server_matches_the_embedded_run(
     tmp_path, uninterrupted_run
 ):
-    # The embedded run: the crash test's uninterrupted runs over the same files (landed in
-    # rounds there; incremental rounds and one batch build the same marts, test_end_to_end).
+    # The embedded run: the crash test's uninterrupted run over the same files.
     src, embedded = uninterrupted_run
     landing, lake = tmp_path / "landing", tmp_path / "lake"
     shutil.copytree(src, landing)
