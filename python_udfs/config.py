@@ -141,6 +141,7 @@ def load_project(
         options = spec.get("options") or {}
         if not isinstance(options, Mapping):
             raise ConfigError(f"{where}.options must be a mapping.")
+        _check_options(where, fmt, options)
         definitions = options.get("definitions")
         if definitions and check_paths and not (landing_root / str(definitions)).is_file():
             raise ConfigError(
@@ -148,7 +149,6 @@ def load_project(
                 "exist. Give its path relative to the landing root, or remove the option to use the "
                 "trail's own metadata records."
             )
-        _check_options(where, fmt, options)
         feeds[str(name)] = FeedConfig(str(name), fmt, path, dict(options))
     catalog, spark_types, identifiers = load_catalog(project_dir / "seeds", feeds)
     return ProjectConfig(
@@ -163,39 +163,70 @@ def load_project(
     )
 
 
-_CHOICES = {
-    "linkexpress_extract": {
-        "unit": ("table", "group"),
-        "difftype": ("open", "jnl"),
-        "logtype": ("auto", "normal", "little"),
-        "null_indicators": ("auto", "yes", "no", True, False),
-        "byteswap": ("auto", "no", "yes"),
-        "outcode": ("auto", "unicode", "euc", "sjis"),
-        "record_length_basis": ("inclusive", "exclusive"),
-    },
-    "hirdb_update_sql": {
-        "where_image": ("after", "before"),
-        "duplicate_transactions": ("reject", "keep"),
-        "identifier_case": ("as_written", "upper"),
-        "hex_fallback": ("reject", "decode_packed"),
-        "placeholder_quoted": ("bare_only", "accept_quoted"),
-    },
-}
+def option_choices(fmt: str) -> dict[str, tuple[Any, ...] | None]:
+    """Return the options a feed of format ``fmt`` accepts: ``{name: allowed values}``.
+
+    ``None`` takes any value. The table is the decoder module's ``OPTION_CHOICES``, from the
+    format page's option table. Raises KeyError for a format not in :data:`SUPPORTED_FORMATS`.
+    """
+    from python_udfs import (
+        goldengate_trail,
+        hirdb_update_sql,
+        linkexpress_extract,
+        qlik_change_tables,
+        qlik_kafka,
+    )
+
+    modules = {
+        "qlik_change_tables": qlik_change_tables,
+        "qlik_kafka": qlik_kafka,
+        "goldengate_trail": goldengate_trail,
+        "hirdb_update_sql": hirdb_update_sql,
+        "linkexpress_extract": linkexpress_extract,
+    }
+    return modules[fmt].OPTION_CHOICES
 
 
 def _check_options(where: str, fmt: str, options: Mapping[str, Any]) -> None:
-    """Fail fast on decoder options that would make every record of a feed a reject."""
+    """Fail fast on an option the format does not have, or a value it does not implement.
+
+    A misspelled key would be ignored and a wrong value would make every record a reject.
+
+    Raises ConfigError naming the feed, the key, and the keys or values that are accepted.
+    """
     import codecs
+    import difflib
     import zoneinfo
 
     from python_udfs.hirdb_update_sql import ENCODING_ALIASES
 
-    for name, allowed in _CHOICES.get(fmt, {}).items():
-        if name in options and options[name] not in allowed:
+    choices = option_choices(fmt)
+    page = "formats/qlik_kafka_messages.md" if fmt == "qlik_kafka" else f"formats/{fmt}.md"
+    for name, value in options.items():
+        if name not in choices:
+            close = difflib.get_close_matches(str(name), list(choices), n=1)
+            hint = f"Did you mean {close[0]}? " if close else ""
             raise ConfigError(
-                f"{where}.options.{name}: {options[name]!r} is not one of "
-                f"{', '.join(str(a) for a in allowed)} (formats/{fmt}.md)."
+                f"{where}.options.{name}: {fmt} has no option {name!r}. {hint}"
+                f"Options: {', '.join(sorted(choices))} ({page})."
             )
+        allowed = choices[name]
+        if allowed is not None and value not in allowed:
+            raise ConfigError(
+                f"{where}.options.{name}: {value!r} is not one of "
+                f"{', '.join(str(a) for a in allowed)} ({page})."
+            )
+    for name in ("encoding", "char_encoding", "nchar_encoding"):
+        codec = options.get(name)
+        if codec is None or (name == "encoding" and fmt == "hirdb_update_sql"):
+            continue
+        try:
+            codecs.lookup(str(codec))
+        except LookupError as exc:
+            raise ConfigError(
+                f"{where}.options.{name}: unknown codec {codec!r}. Use a Python codec name "
+                "such as utf-8, cp1252, euc_jp or cp932."
+            ) from exc
     if fmt == "hirdb_update_sql":
         encoding = str(options.get("encoding", "auto"))
         if encoding != "auto":

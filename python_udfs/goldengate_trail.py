@@ -52,6 +52,23 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "incomplete_tail": "pending",
 }
 
+#: Every option a ``goldengate_trail`` feed accepts (formats/goldengate_trail.md, *Uncertain
+#: points and options*; ``definitions`` is the sourcedefs file under the landing root), with the
+#: values this version implements; ``None`` takes any value of the option's kind.
+#: ``config.load_project`` rejects any other key or value.
+OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
+    "byte_order": ("auto", "big", "little"),
+    "definitions": None,
+    "char_encoding": None,
+    "update_pair_position": ("before",),
+    "number_text_rendering": ("as_decimal", "as_float"),
+    "segments": ("reject",),
+    "seqno_source": ("header", "file_name"),
+    "unknown_iotype": ("keep", "reject"),
+    "subsecond_overflow": ("truncate", "reject"),
+    "incomplete_tail": ("pending", "reject"),
+}
+
 #: Canonical operation of each IOType (formats/goldengate_trail.md, *IOType codes*).
 IO_TYPES: dict[int, str] = {
     3: "DELETE",

@@ -56,6 +56,22 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "purge_event_codes": [],
     "identifier_case": "as_written",
 }
+
+#: Every option a ``hirdb_update_sql`` feed accepts (formats/hirdb_update_sql.md, *Uncertain
+#: points and options*), with the values this version implements; ``None`` takes any value of
+#: the option's kind (``encoding`` and ``source_time_zone`` are checked by ``config``).
+#: ``config.load_project`` rejects any other key or value.
+OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
+    "encoding": None,
+    "source_time_zone": None,
+    "quote_escape": ("doubled",),
+    "where_image": ("after", "before"),
+    "hex_fallback": ("reject", "decode_packed"),
+    "placeholder_quoted": ("bare_only", "accept_quoted"),
+    "duplicate_transactions": ("reject", "keep"),
+    "purge_event_codes": None,
+    "identifier_case": ("as_written", "upper"),
+}
 #: Encodings tried, in order, by ``encoding: auto`` (formats/hirdb_update_sql.md, *options*).
 AUTO_ENCODINGS = ("utf-8", "euc_jp", "cp932")
 ENCODING_ALIASES = {"sjis": "cp932", "shift_jis": "cp932", "ujis": "euc_jp", "euc-jp": "euc_jp"}

@@ -62,6 +62,27 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "full_extract_tables": {},
     "char_rtrim": False,
 }
+
+#: Every option a ``linkexpress_extract`` feed accepts (formats/linkexpress_extract.md,
+#: *Uncertain points and options*; ``unit`` and ``difftype`` name the file layout), with the
+#: values this version implements; ``None`` takes any value of the option's kind.
+#: ``config.load_project`` rejects any other key or value.
+OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
+    "unit": ("table", "group"),
+    "difftype": ("open", "jnl"),
+    "logtype": ("auto", "normal", "little"),
+    "null_indicators": ("auto", "yes", "no", True, False),
+    "byteswap": ("auto", "no", "yes"),
+    "outcode": ("auto", "unicode", "euc", "sjis"),
+    "nchar_encoding": None,
+    "record_length_basis": ("inclusive", "exclusive"),
+    "zoned_sign": ("auto", "ascii_unsigned"),
+    "empty_full_extract_as": ("truncate",),
+    "table_unit_transaction": ("file", "none"),
+    "extraction_ids": None,
+    "full_extract_tables": None,
+    "char_rtrim": (True, False),
+}
 OP_FULL, OP_INSERT, OP_UPDATE, OP_DELETE, OP_EMPTY, OP_COMMIT = 0, 1, 2, 3, 0xFFFF, 0x8000
 OPERATIONS = {
     OP_FULL: "FULL_EXTRACT",

@@ -53,6 +53,28 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "escape_char": "",
 }
 
+#: Every option a ``qlik_change_tables`` feed accepts (formats/qlik_change_tables.md, *Uncertain
+#: points and options*), with the values this version implements; ``None`` takes any value of
+#: the option's kind. ``config.load_project`` rejects any other key or value.
+OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
+    "mask_bit_order": ("lsb_last_hex", "lsb_first_byte"),
+    "header_prefix": None,
+    "header_columns": None,
+    "ct_suffix": None,
+    "truncate_oper_code": None,
+    "load_position": ("zeros",),
+    "update_unmasked_columns": ("trust_values", "absent"),
+    "unmatched_before_image": ("reject", "drop_with_count"),
+    "subsecond_overflow": ("truncate", "reject"),
+    "encoding": None,
+    "csv_header_row": ("auto", "present", "absent"),
+    "field_delimiter": None,
+    "record_delimiter": None,
+    "null_value": None,
+    "quote_char": None,
+    "escape_char": None,
+}
+
 #: The default set of header columns, in order (a task may configure fewer).
 DEFAULT_HEADER_FIELDS = (
     "change_seq",

@@ -52,6 +52,21 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "incomplete_tail": "pending",
 }
 
+#: Every option a ``qlik_kafka`` feed accepts (formats/qlik_kafka_messages.md, *Uncertain
+#: points and options*; ``schema_dir`` is the folder of ``<id>.avsc`` files under the feed's
+#: landing folder), with the values this version implements; ``None`` takes any value of the
+#: option's kind. ``config.load_project`` rejects any other key or value.
+OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
+    "mask_bit_order": ("lsb_last_hex", "lsb_first_byte"),
+    "topic_tables": None,
+    "schema_dir": None,
+    "load_position": ("zeros",),
+    "tombstones": ("count_and_skip", "reject"),
+    "subsecond_overflow": ("truncate", "reject"),
+    "missing_transaction_fields": ("allow",),
+    "incomplete_tail": ("pending", "reject"),
+}
+
 OPERATIONS = ("INSERT", "UPDATE", "DELETE", "REFRESH")
 _CHANGE_SEQ_RE = re.compile(r"\d{35}")
 _DUMP_NAME_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)-(?P<offset>\d{20})$")

@@ -100,6 +100,28 @@ def test_seed_with_wrong_header(project, monkeypatch, tmp_path, capsys):
             "f1: {format: hirdb_update_sql, path: f1, options: {encoding: klingon}}",
             "vars.cdc_feeds.f1.options.encoding: unknown codec 'klingon'",
         ),
+        (  # issue 13: a value the format page does not have
+            "f1: {format: goldengate_trail, path: f1, options: {byte_order: middle}}",
+            "vars.cdc_feeds.f1.options.byte_order: 'middle' is not one of auto, big, little",
+        ),
+        (  # a misspelled key is not ignored
+            "f1: {format: goldengate_trail, path: f1, options: {byte_ordre: big}}",
+            "vars.cdc_feeds.f1.options.byte_ordre: goldengate_trail has no option 'byte_ordre'."
+            " Did you mean byte_order?",
+        ),
+        (
+            "f1: {format: qlik_change_tables, path: f1, options: {mask_bit_order: msb_first}}",
+            "vars.cdc_feeds.f1.options.mask_bit_order: 'msb_first' is not one of lsb_last_hex,"
+            " lsb_first_byte",
+        ),
+        (  # an option of another format
+            "f1: {format: qlik_kafka, path: f1, options: {definitions: x.def}}",
+            "vars.cdc_feeds.f1.options.definitions: qlik_kafka has no option 'definitions'.",
+        ),
+        (
+            "f1: {format: goldengate_trail, path: f1, options: {char_encoding: klingon}}",
+            "vars.cdc_feeds.f1.options.char_encoding: unknown codec 'klingon'",
+        ),
     ],
 )
 def test_bad_decoder_options_fail_fast(project, monkeypatch, tmp_path, capsys, feed, expected):
