@@ -717,12 +717,24 @@ class Stager:
         for feed in self.config.feeds.values():
             catalog = self.config.feed_catalog(feed.name)
             context: dict[str, Any] = {"options": dict(feed.options), "catalog": catalog}
+            if feed.format == goldengate_trail.FORMAT:
+                # metadata_source auto: the trail's TDRs win (in the decoder), then the
+                # sourcedefs file, then the catalog seed's rows
+                context["definitions"] = goldengate_trail.tables_from_catalog(
+                    catalog,
+                    {
+                        (schema, table): types
+                        for (f, schema, table), types in self.config.spark_types.items()
+                        if f == feed.name
+                    },
+                )
             if feed.format == goldengate_trail.FORMAT and feed.options.get("definitions"):
                 path = self.config.landing_root / str(feed.options["definitions"])
                 try:
-                    context["definitions"], _charset = goldengate_trail.parse_sourcedefs(
+                    sourcedefs, _charset = goldengate_trail.parse_sourcedefs(
                         path.read_text(encoding="utf-8")
                     )
+                    context["definitions"].update(sourcedefs)
                 except (OSError, ValueError) as exc:
                     raise ConfigError(
                         f"{path}: sourcedefs file of feed {feed.name} does not read: {exc}. "
