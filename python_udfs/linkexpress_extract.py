@@ -48,7 +48,7 @@ from python_udfs.records import RecordError as _Bad
 FORMAT = "linkexpress_extract"
 
 DEFAULT_OPTIONS: dict[str, Any] = {
-    "unit": "table",  # table | group
+    "unit": "auto",  # auto (from the records) | table | group
     "difftype": "open",  # open | jnl (table unit)
     "logtype": "auto",  # auto | normal | little
     "null_indicators": "auto",  # auto | yes | no
@@ -68,7 +68,7 @@ DEFAULT_OPTIONS: dict[str, Any] = {
 #: values this version implements; ``None`` takes any value of the option's kind.
 #: ``config.load_project`` rejects any other key or value.
 OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
-    "unit": ("table", "group"),
+    "unit": ("auto", "table", "group"),
     "difftype": ("open", "jnl"),
     "logtype": ("auto", "normal", "little"),
     "null_indicators": ("auto", "yes", "no", True, False),
@@ -443,7 +443,8 @@ class _File:
             if size - pos >= 2 and self.H.unpack_from(data, pos)[0] == OP_EMPTY:
                 end = pos + 2
             else:
-                assert fixed is not None
+                if fixed is None:  # a table layout tried on a file without its table
+                    raise _Framing("unknown_table", "no table for a fixed-length record", size)
                 if pos + fixed > size:
                     raise _Framing("truncated_record", f"truncated record at offset {pos}", size)
                 end = pos + fixed
@@ -652,7 +653,12 @@ def _digit_texts(digits: np.ndarray, negative: np.ndarray, scale: int) -> list[s
 
 
 def candidate_layouts(opts: Mapping[str, Any], full_extract_file: bool) -> list[Layout]:
-    """List the layouts to try on the first records, most likely first (from the options)."""
+    """List the layouts to try on the first records, most likely first (from the options).
+
+    ``unit: group`` tries the group layouts (D, E), ``unit: table`` the table layouts (C for a
+    JNL feed's differential files, A, B); ``unit: auto`` (the default) tries the table layouts,
+    then the group layouts, and the records decide (:func:`_settle_layout`).
+    """
     orders = {"no": [">"], "yes": ["<"], "big": [">"], "little": ["<"]}.get(
         str(opts["byteswap"]).lower(), [">", "<"]
     )
@@ -668,24 +674,24 @@ def candidate_layouts(opts: Mapping[str, Any], full_extract_file: bool) -> list[
     bases = [opts["record_length_basis"]] + (
         ["exclusive"] if opts["record_length_basis"] == "inclusive" else []
     )
-    out: list[Layout] = []
-    if opts["unit"] == "group":
-        for order in orders:
-            for little in logtypes:
-                for null in nulls:
-                    for basis in bases:
-                        out.append(Layout("D" if null else "E", little, order, null, basis))
-        return out
+    group: list[Layout] = []
+    for order in orders:
+        for little in logtypes:
+            for null in nulls:
+                for basis in bases:
+                    group.append(Layout("D" if null else "E", little, order, null, basis))
+    table: list[Layout] = []
     letters = ["C", "A"] if str(opts["difftype"]).lower() == "jnl" and not full_extract_file else []
     for order in orders:
         for little in logtypes:
             for null in nulls:
                 for basis in bases:
                     if "C" in letters:
-                        out.append(Layout("C", little, order, True, basis))
+                        table.append(Layout("C", little, order, True, basis))
                     if little or basis == bases[0]:
-                        out.append(Layout("A" if null else "B", little, order, null, basis))
-    return out
+                        table.append(Layout("A" if null else "B", little, order, null, basis))
+    unit = str(opts.get("unit", "auto")).lower()
+    return group if unit == "group" else table if unit == "table" else table + group
 
 
 def file_table_for(
@@ -779,10 +785,10 @@ def decode_extract_file(
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     result = DecodeResult(consumed_end=len(data))
     base = file_name.replace("\\", "/").rsplit("/", 1)[-1]
-    group = opts["unit"] == "group"
+    unit = str(opts["unit"]).lower()
     try:
         tables: dict[int, tuple[tuple[str, str], list[Item]]] = {}
-        if group:
+        if unit != "table":
             for ext_id, table in (extraction_ids or {}).items():
                 if table in catalog:
                     tables[int(ext_id)] = (table, item_layout(catalog[table]))
@@ -800,7 +806,7 @@ def decode_extract_file(
         return result
     if not data:
         return result
-    if not group and file_items is None:
+    if file_items is None and (unit == "table" or (unit == "auto" and not tables)):
         result.rejects.append(
             Reject.of(
                 data,
@@ -808,12 +814,18 @@ def decode_extract_file(
                 len(data),
                 0,
                 "unknown_table",
-                "table-unit file whose table is not configured: put it in a <SCHEMA>.<TABLE> "
-                "folder or map its name in options.full_extract_tables",
+                "file whose table is not configured: for a table-unit file put it in a "
+                "<SCHEMA>.<TABLE> folder or map its name in options.full_extract_tables; for "
+                "a group-unit file declare the extraction ids (cdc_tables.csv table_identifier "
+                "or options.extraction_ids)",
             )
         )
         return result
-    layout = _settle_layout(data, opts, tables, file_items, group and file_table is not None)
+    # unit auto: a table-unit file (one table: its folder or full_extract_tables) against a
+    # group-unit file (extraction ids, or 0000 in a group full extract); the layout that reads
+    # the most records decides
+    layout = _settle_layout(data, opts, tables, file_items, False)
+    group = layout.letter in "DE"
     if any(opts[k] == "auto" for k in ("byteswap", "logtype", "null_indicators")):
         result.warnings.append(f"detected {layout.describe()}")
     reader = _File(data, layout, tables, file_items, str(opts["zoned_sign"]))
@@ -914,7 +926,11 @@ def _settle_layout(
     (ties keep the options' preferred order: big-endian, NORMAL, with null indicators). When
     none reads anything, the first candidate is used and the records become rejects.
     """
-    candidates = candidate_layouts(opts, full_extract_file)
+    candidates = [
+        layout
+        for layout in candidate_layouts(opts, full_extract_file)
+        if file_items is not None or layout.letter in "DE"  # table layouts need the table
+    ] or candidate_layouts(opts, full_extract_file)
     best, best_score = candidates[0], 0
     for layout in candidates:
         reader = _File(data, layout, tables, file_items, str(opts["zoned_sign"]))

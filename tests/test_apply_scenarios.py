@@ -58,8 +58,8 @@ OPTIONS = {
     "hirdb": {"encoding": "auto", "source_time_zone": "UTC", "where_image": "before"},
     "lx": {"unit": "group", "logtype": "auto", "byteswap": "auto", "outcode": "sjis", "chunks": 3},
 }
-# simulator options, not decoder options
-WRITER_ONLY = {"records_per_file", "chunks", "compressed_updates"}
+# simulator options, not decoder options (the decoder reads a Linkexpress file's unit from it)
+WRITER_ONLY = {"records_per_file", "chunks", "compressed_updates", "unit"}
 
 
 class Script:

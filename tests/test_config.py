@@ -90,7 +90,7 @@ def test_seed_with_wrong_header(project, monkeypatch, tmp_path, capsys):
     [
         (
             "f1: {format: linkexpress_extract, path: f1, options: {unit: grp}}",
-            "vars.cdc_feeds.f1.options.unit: 'grp' is not one of table, group",
+            "vars.cdc_feeds.f1.options.unit: 'grp' is not one of auto, table, group",
         ),
         (
             "f1: {format: hirdb_update_sql, path: f1, options: {source_time_zone: Mars/Olympus}}",

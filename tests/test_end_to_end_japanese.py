@@ -23,8 +23,8 @@ pytestmark = pytest.mark.spark
 #: Feed: (format, decoder options).
 FEEDS = {
     "hirdb_rounds": ("hirdb_update_sql", {"encoding": "auto"}),
-    "lx_group": ("linkexpress_extract", {"unit": "group"}),
-    "lx_table": ("linkexpress_extract", {"unit": "table", "difftype": "jnl"}),
+    "lx_group": ("linkexpress_extract", {}),  # no unit option: read from the records
+    "lx_table": ("linkexpress_extract", {"difftype": "jnl"}),
 }
 WRITER_OPTIONS = {
     "hirdb_rounds": {"files": 2, "encoding": "cp932"},

@@ -265,14 +265,26 @@ def test_simulated_files_round_trip_every_value(layout, logtype, order, outcode)
                 ),
             )
         )
-    options = {
-        "unit": "group" if group else "table",
-        "difftype": "jnl" if layout == "C" else "open",
-        "outcode": outcode,
-    }
+    if group:  # a group full extract per table: extraction id 0000, in the table's folder
+        for table, op, image in rows:
+            if op == 0:
+                key = (table.schema, table.name)
+                raw = lx_record(
+                    layout,
+                    table.columns,
+                    image,
+                    0,
+                    little=logtype == "little",
+                    order=order,
+                    outcode=outcode,
+                    extraction_id=0,
+                )
+                files[key].append((table, image, op, raw))
+    # no `unit` option: table or group unit is read from the records (issue 13)
+    options = {"difftype": "jnl" if layout == "C" else "open", "outcode": outcode}
     for key, records in files.items():
         data = b"".join(r[3] for r in records)
-        if group:
+        if group and key is None:
             data += lx_record(layout, (), None, 0x8000, little=logtype == "little", order=order)
         result = decode_extract_file(
             data,
