@@ -61,6 +61,7 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "table_unit_transaction": "file",
     "full_extract_tables": {},
     "char_rtrim": False,
+    "timestamp_layout": "auto",  # auto | ymdhms7 | ymdhms7_r4 (4 zero bytes after the value)
 }
 
 #: Every option a ``linkexpress_extract`` feed accepts (formats/linkexpress_extract.md,
@@ -82,6 +83,7 @@ OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
     "extraction_ids": None,
     "full_extract_tables": None,
     "char_rtrim": (True, False),
+    "timestamp_layout": ("auto", "ymdhms7", "ymdhms7_r4"),
 }
 OP_FULL, OP_INSERT, OP_UPDATE, OP_DELETE, OP_EMPTY, OP_COMMIT = 0, 1, 2, 3, 0xFFFF, 0x8000
 OPERATIONS = {
@@ -104,7 +106,8 @@ class Item:
     Column ``name``, base ``kind`` (``CHAR``, ``VARCHAR``, ``NCHAR``, ``NVARCHAR``,
     ``SMALLINT``, ``INTEGER``, ``BIGINT``, ``DECIMAL``, ``NUMERIC``, ``REAL``, ``DOUBLE``,
     ``DATE``, ``TIME``, ``TIMESTAMP``), ``n`` (length: bytes for CHAR/VARCHAR, characters for
-    NCHAR), ``precision`` and ``scale``.
+    NCHAR), ``precision`` and ``scale``; ``filler``: zero bytes after the value (4 for a
+    TIMESTAMP under ``timestamp_layout: ymdhms7_r4``, the legend's ``R`` = ``00000000``).
     """
 
     name: str
@@ -112,6 +115,7 @@ class Item:
     n: int
     precision: int
     scale: int
+    filler: int = 0
 
     def normal_size(self) -> int:
         """Bytes of the item in a NORMAL (fixed-length) record."""
@@ -128,7 +132,7 @@ class Item:
             return self.precision // 2 + 1
         if k == "NUMERIC":
             return self.precision
-        return _FIXED_SIZES[k]
+        return _FIXED_SIZES[k] + self.filler
 
 
 _FIXED_SIZES = {
@@ -156,8 +160,11 @@ _TYPE_ALIASES = {
 }
 
 
-def item_layout(columns: Sequence[MetadataColumn]) -> list[Item]:
+def item_layout(columns: Sequence[MetadataColumn], timestamp_filler: int = 0) -> list[Item]:
     """Turn catalog columns (ordinal order) into item layouts.
+
+    ``timestamp_filler`` is the number of zero bytes after each TIMESTAMP (0 or 4, see
+    ``timestamp_layout``).
 
     ``length`` is bytes for CHAR/VARCHAR and characters for NCHAR / NCHAR VARYING;
     ``precision``/``scale`` give DECIMAL and NUMERIC. Raises ValueError for a type this
@@ -178,7 +185,8 @@ def item_layout(columns: Sequence[MetadataColumn]) -> list[Item]:
             raise ValueError(f"column {col.column_name}: {kind} needs a length")
         if kind in ("DECIMAL", "NUMERIC") and not col.precision:
             raise ValueError(f"column {col.column_name}: {kind} needs a precision")
-        items.append(Item(col.column_name, kind, n, col.precision or 0, col.scale or 0))
+        filler = timestamp_filler if kind == "TIMESTAMP" else 0
+        items.append(Item(col.column_name, kind, n, col.precision or 0, col.scale or 0, filler))
     return items
 
 
@@ -377,6 +385,8 @@ class _Reader:
                 text = _date_text(year, data[start + 2], data[start + 3])
                 if kind == "TIMESTAMP":
                     text += " " + _time_text(data[start + 4], data[start + 5], data[start + 6])
+                    if any(data[start + 7 : pos]):
+                        raise ValueError("the 4-byte filler after the timestamp is not zero")
                 return text, pos
             if kind == "TIME":
                 return _time_text(data[start], data[start + 1], data[start + 2]), pos
@@ -624,6 +634,8 @@ def read_fixed_records(
                         bytes(r[:2]), "big" if order == ">" else "little", signed=True
                     )
                     text = _date_text(year, r[2], r[3])
+                    if any(r[7:]):
+                        raise ValueError("the 4-byte filler after the timestamp is not zero")
                     values.append(text + " " + _time_text(*r[4:7]) if kind == "TIMESTAMP" else text)
                 except ValueError:
                     values.append(None)
@@ -786,19 +798,30 @@ def decode_extract_file(
     result = DecodeResult(consumed_end=len(data))
     base = file_name.replace("\\", "/").rsplit("/", 1)[-1]
     unit = str(opts["unit"]).lower()
+    fillers = {"ymdhms7": [0], "ymdhms7_r4": [4]}.get(str(opts["timestamp_layout"]), [0, 4])
+    variants = []  # (tables, file items) per TIMESTAMP layout
     try:
-        tables: dict[int, tuple[tuple[str, str], list[Item]]] = {}
-        if unit != "table":
-            for ext_id, table in (extraction_ids or {}).items():
-                if table in catalog:
-                    tables[int(ext_id)] = (table, item_layout(catalog[table]))
-        file_items = None
-        if file_table is not None:
-            if file_table not in catalog:
-                raise ValueError(
-                    f"table {'.'.join(file_table)} has no columns in seeds/cdc_columns.csv"
-                )
-            file_items = item_layout(catalog[file_table])
+        for filler in fillers:
+            tables: dict[int, tuple[tuple[str, str], list[Item]]] = {}
+            if unit != "table":
+                for ext_id, table in (extraction_ids or {}).items():
+                    if table in catalog:
+                        tables[int(ext_id)] = (table, item_layout(catalog[table], filler))
+            file_items = None
+            if file_table is not None:
+                if file_table not in catalog:
+                    raise ValueError(
+                        f"table {'.'.join(file_table)} has no columns in seeds/cdc_columns.csv"
+                    )
+                file_items = item_layout(catalog[file_table], filler)
+            variants.append((tables, file_items))
+            has_timestamp = any(
+                i.kind == "TIMESTAMP"
+                for items in [file_items or []] + [t[1] for t in tables.values()]
+                for i in items
+            )
+            if not has_timestamp:
+                break  # both TIMESTAMP layouts are the same bytes
     except ValueError as exc:
         result.rejects.append(
             Reject.of(data, 0, len(data), 0, "catalog_error", f"{exc}; fix the catalog seed")
@@ -822,9 +845,19 @@ def decode_extract_file(
         )
         return result
     # unit auto: a table-unit file (one table: its folder or full_extract_tables) against a
-    # group-unit file (extraction ids, or 0000 in a group full extract); the layout that reads
-    # the most records decides
-    layout = _settle_layout(data, opts, tables, file_items, False)
+    # group-unit file (extraction ids, or 0000 in a group full extract); timestamp_layout auto:
+    # 7 bytes against 7 + 4 zero bytes. The layout that reads the most records decides (ties:
+    # the first tried).
+    best_score = -1
+    for candidate_tables, candidate_items in variants:
+        candidate, score = _settle_layout(data, opts, candidate_tables, candidate_items, False)
+        if score > best_score:
+            layout, tables, file_items, best_score = (
+                candidate,
+                candidate_tables,
+                candidate_items,
+                score,
+            )
     group = layout.letter in "DE"
     if any(opts[k] == "auto" for k in ("byteswap", "logtype", "null_indicators")):
         result.warnings.append(f"detected {layout.describe()}")
@@ -919,12 +952,13 @@ def _settle_layout(
     file_items: list[Item] | None,
     full_extract_file: bool,
     probe: int = 50,
-) -> Layout:
+) -> tuple[Layout, int]:
     """Settle the ``auto`` layout options.
 
     The candidate the candidate layout that reads the most of the first ``probe`` records wins
     (ties keep the options' preferred order: big-endian, NORMAL, with null indicators). When
-    none reads anything, the first candidate is used and the records become rejects.
+    none reads anything, the first candidate is used and the records become rejects. Returns
+    the layout and the number of records it read.
     """
     candidates = [
         layout
@@ -948,7 +982,7 @@ def _settle_layout(
             best, best_score = layout, score
         if pos >= len(data) and score:
             break  # this layout reads the whole (short) file
-    return best
+    return best, best_score
 
 
 def _row(

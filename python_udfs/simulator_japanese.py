@@ -169,8 +169,12 @@ def _zoned(value: str, precision: int, scale: int) -> bytes:
     return digits[:-1] + bytes([last])
 
 
-def lx_item(col, value: str | None, little: bool, order: str, outcode: str) -> bytes:
+def lx_item(
+    col, value: str | None, little: bool, order: str, outcode: str, timestamp_filler: int = 0
+) -> bytes:
     """Encode one canonical value as a Linkexpress data item of ``col.lx_type``.
+
+    A TIMESTAMP is followed by ``timestamp_filler`` zero bytes (4 for ``ymdhms7_r4``).
 
     No null indicator is written. ``None`` gives the null item: zero bytes of the item's size (a zero length for
     a LITTLE VARCHAR). ``order`` is ``>`` or ``<``; ``outcode`` a key of :data:`OUTCODES`.
@@ -206,6 +210,8 @@ def lx_item(col, value: str | None, little: bool, order: str, outcode: str) -> b
         return b"\0" * col.precision if value is None else _zoned(value, col.precision, col.scale)
     if kind in ("DATE", "TIMESTAMP", "TIME"):
         size = {"DATE": 4, "TIME": 3, "TIMESTAMP": 7}[kind]
+        if kind == "TIMESTAMP":
+            size += timestamp_filler
         if value is None:
             return b"\0" * size
         if kind == "TIME":
@@ -214,7 +220,9 @@ def lx_item(col, value: str | None, little: bool, order: str, outcode: str) -> b
         moment = dt.datetime.fromisoformat(value if kind == "TIMESTAMP" else value + " 00:00:00")
         out = struct.pack(order + "h", moment.year) + bytes([moment.month, moment.day])
         return out + (
-            bytes([moment.hour, moment.minute, moment.second]) if kind == "TIMESTAMP" else b""
+            bytes([moment.hour, moment.minute, moment.second]) + b"\0" * timestamp_filler
+            if kind == "TIMESTAMP"
+            else b""
         )
     raise ValueError(f"no Linkexpress item for {kind}")
 
@@ -229,6 +237,7 @@ def lx_record(
     order: str = ">",
     outcode: str = "sjis",
     extraction_id: int = 0,
+    timestamp_filler: int = 0,
 ) -> bytes:
     """Encode one record in ``layout`` A–E (formats/linkexpress_extract.md).
 
@@ -242,7 +251,7 @@ def lx_record(
             value = values.get(col.name)
             if nulls:
                 items += h.pack(0xFFFF if value is None else 0)
-            items += lx_item(col, value, little, order, outcode)
+            items += lx_item(col, value, little, order, outcode, timestamp_filler)
     if op == 0x8000:
         body = h.pack(1) + (h.pack(0) if layout == "D" else b"") + h.pack(op)
     elif layout in "AB":
@@ -269,7 +278,8 @@ def write_extracts(sim, folder: Path, options: Mapping[str, Any] | None = None) 
     Options: ``unit`` (``group`` default, or ``table``), ``difftype`` (``open``/``jnl``, table
     unit), ``null_indicators`` (default true), ``logtype`` (``little`` default / ``normal``),
     ``byteswap`` (``no`` big-endian default / ``yes``), ``outcode`` (``sjis`` default), ``chunks``
-    (differential files per table or group, default 3). Extraction ids are the tables' order
+    (differential files per table or group, default 3), ``timestamp_layout`` (``ymdhms7``
+    default, or ``ymdhms7_r4``: 4 zero bytes after each TIMESTAMP). Extraction ids are the tables' order
     in JP_TABLES, 1-based (the catalog seed's ``table_identifier``).
     """
     opts = dict(options or {})
@@ -280,6 +290,7 @@ def write_extracts(sim, folder: Path, options: Mapping[str, Any] | None = None) 
     outcode = opts.get("outcode") if opts.get("outcode") in OUTCODES else "sjis"
     chunks = max(1, int(opts.get("chunks", 3)))
     jnl = opts.get("difftype", "open") == "jnl"
+    filler = 4 if opts.get("timestamp_layout") == "ymdhms7_r4" else 0
     diff_layout = ("D" if nulls else "E") if group else ("C" if jnl else ("A" if nulls else "B"))
     full_layout = ("D" if nulls else "E") if group else ("A" if nulls else "B")
     from python_udfs.simulator import JP_TABLES, primary_key_text
@@ -306,6 +317,7 @@ def write_extracts(sim, folder: Path, options: Mapping[str, Any] | None = None) 
             order=order,
             outcode=outcode,
             extraction_id=ext_id,
+            timestamp_filler=filler,
         )
 
     state: dict[tuple[str, str], dict[str, dict]] = {(t.schema, t.name): {} for t in JP_TABLES}

@@ -238,10 +238,12 @@ def _rows(nulls: bool):
 @pytest.mark.parametrize("logtype", ["normal", "little"])
 @pytest.mark.parametrize("order", [">", "<"])
 @pytest.mark.parametrize("outcode", ["sjis", "euc", "unicode"])
-def test_simulated_files_round_trip_every_value(layout, logtype, order, outcode):
+@pytest.mark.parametrize("timestamp_layout", ["ymdhms7", "ymdhms7_r4"])
+def test_simulated_files_round_trip_every_value(layout, logtype, order, outcode, timestamp_layout):
     catalog, ids = jp_catalog()
     rows = _rows(nulls=layout in "ACD")
     group = layout in "DE"
+    filler = 4 if timestamp_layout == "ymdhms7_r4" else 0
     files: dict = collections.defaultdict(list)
     for table, op, image in rows:
         if layout == "C" and op == 0:
@@ -262,6 +264,7 @@ def test_simulated_files_round_trip_every_value(layout, logtype, order, outcode)
                     order=order,
                     outcode=outcode,
                     extraction_id=ext_id,
+                    timestamp_filler=filler,
                 ),
             )
         )
@@ -278,22 +281,28 @@ def test_simulated_files_round_trip_every_value(layout, logtype, order, outcode)
                     order=order,
                     outcode=outcode,
                     extraction_id=0,
+                    timestamp_filler=filler,
                 )
                 files[key].append((table, image, op, raw))
-    # no `unit` option: table or group unit is read from the records (issue 13)
+    # no `unit` option: table or group unit is read from the records (issue 13); the
+    # timestamp layout both ways: detected (auto) and declared
     options = {"difftype": "jnl" if layout == "C" else "open", "outcode": outcode}
     for key, records in files.items():
         data = b"".join(r[3] for r in records)
         if group and key is None:
             data += lx_record(layout, (), None, 0x8000, little=logtype == "little", order=order)
-        result = decode_extract_file(
-            data,
-            file_name="F.dat",
-            catalog=catalog,
-            extraction_ids=ids,
-            file_table=key,
-            options=options,
+        result, declared = (
+            decode_extract_file(
+                data,
+                file_name="F.dat",
+                catalog=catalog,
+                extraction_ids=ids,
+                file_table=key,
+                options={**options, **extra},
+            )
+            for extra in ({}, {"timestamp_layout": timestamp_layout})
         )
+        assert declared.rows == result.rows and declared.rejects == result.rejects
         assert result.rejects == [], result.rejects[:2]
         decoded = [r for r in result.rows if r["operation_name"] != "COMMIT"]
         assert len(decoded) == len(records)
