@@ -62,6 +62,7 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "full_extract_tables": {},
     "char_rtrim": False,
     "timestamp_layout": "auto",  # auto | ymdhms7 | ymdhms7_r4 (4 zero bytes after the value)
+    "nvarchar_length_unit": "characters",  # characters | bytes (NCHAR VARYING valid length)
 }
 
 #: Every option a ``linkexpress_extract`` feed accepts (formats/linkexpress_extract.md,
@@ -84,6 +85,7 @@ OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
     "full_extract_tables": None,
     "char_rtrim": (True, False),
     "timestamp_layout": ("auto", "ymdhms7", "ymdhms7_r4"),
+    "nvarchar_length_unit": ("characters", "bytes"),
 }
 OP_FULL, OP_INSERT, OP_UPDATE, OP_DELETE, OP_EMPTY, OP_COMMIT = 0, 1, 2, 3, 0xFFFF, 0x8000
 OPERATIONS = {
@@ -107,7 +109,9 @@ class Item:
     ``SMALLINT``, ``INTEGER``, ``BIGINT``, ``DECIMAL``, ``NUMERIC``, ``REAL``, ``DOUBLE``,
     ``DATE``, ``TIME``, ``TIMESTAMP``), ``n`` (length: bytes for CHAR/VARCHAR, characters for
     NCHAR), ``precision`` and ``scale``; ``filler``: zero bytes after the value (4 for a
-    TIMESTAMP under ``timestamp_layout: ymdhms7_r4``, the legend's ``R`` = ``00000000``).
+    TIMESTAMP under ``timestamp_layout: ymdhms7_r4``, the legend's ``R`` = ``00000000``);
+    ``length_in_bytes``: an NCHAR VARYING's valid length counts bytes, not characters
+    (``nvarchar_length_unit: bytes``).
     """
 
     name: str
@@ -116,6 +120,7 @@ class Item:
     precision: int
     scale: int
     filler: int = 0
+    length_in_bytes: bool = False
 
     def normal_size(self) -> int:
         """Bytes of the item in a NORMAL (fixed-length) record."""
@@ -160,11 +165,14 @@ _TYPE_ALIASES = {
 }
 
 
-def item_layout(columns: Sequence[MetadataColumn], timestamp_filler: int = 0) -> list[Item]:
+def item_layout(
+    columns: Sequence[MetadataColumn], timestamp_filler: int = 0, nvarchar_bytes: bool = False
+) -> list[Item]:
     """Turn catalog columns (ordinal order) into item layouts.
 
     ``timestamp_filler`` is the number of zero bytes after each TIMESTAMP (0 or 4, see
-    ``timestamp_layout``).
+    ``timestamp_layout``); ``nvarchar_bytes`` makes NCHAR VARYING lengths count bytes
+    (``nvarchar_length_unit: bytes``).
 
     ``length`` is bytes for CHAR/VARCHAR and characters for NCHAR / NCHAR VARYING;
     ``precision``/``scale`` give DECIMAL and NUMERIC. Raises ValueError for a type this
@@ -186,7 +194,10 @@ def item_layout(columns: Sequence[MetadataColumn], timestamp_filler: int = 0) ->
         if kind in ("DECIMAL", "NUMERIC") and not col.precision:
             raise ValueError(f"column {col.column_name}: {kind} needs a precision")
         filler = timestamp_filler if kind == "TIMESTAMP" else 0
-        items.append(Item(col.column_name, kind, n, col.precision or 0, col.scale or 0, filler))
+        in_bytes = nvarchar_bytes and kind == "NVARCHAR"
+        items.append(
+            Item(col.column_name, kind, n, col.precision or 0, col.scale or 0, filler, in_bytes)
+        )
     return items
 
 
@@ -346,6 +357,10 @@ class _Reader:
             unit = 2 if kind == "NVARCHAR" else 1
             if is_null and not little:  # NORMAL keeps a NULL item's size; its bytes are skipped
                 count = 0
+            if item.length_in_bytes:  # the count is bytes of 2-byte characters
+                if count % 2:
+                    raise _Bad("bad_length", f"{item.name}: odd byte length of NCHAR VARYING")
+                count //= 2
             if count > item.n:
                 raise _Bad(
                     "bad_length", f"{item.name}: valid length {count} exceeds the declared {item.n}"
@@ -617,7 +632,11 @@ def read_fixed_records(
             values = [(kind, bytes(r)) for r in block]
         elif kind in ("VARCHAR", "NVARCHAR"):
             counts = field(offset, 2, "u2")
-            valid = counts <= item.n
+            if item.length_in_bytes:
+                valid = (counts % 2 == 0) & (counts <= 2 * item.n)
+                counts = counts // 2
+            else:
+                valid = counts <= item.n
             unit = 2 if kind == "NVARCHAR" else 1
             values = [
                 (kind, bytes(r[2 : 2 + unit * int(c)]))
@@ -799,6 +818,7 @@ def decode_extract_file(
     base = file_name.replace("\\", "/").rsplit("/", 1)[-1]
     unit = str(opts["unit"]).lower()
     fillers = {"ymdhms7": [0], "ymdhms7_r4": [4]}.get(str(opts["timestamp_layout"]), [0, 4])
+    nvarchar_bytes = opts["nvarchar_length_unit"] == "bytes"
     variants = []  # (tables, file items) per TIMESTAMP layout
     try:
         for filler in fillers:
@@ -806,14 +826,17 @@ def decode_extract_file(
             if unit != "table":
                 for ext_id, table in (extraction_ids or {}).items():
                     if table in catalog:
-                        tables[int(ext_id)] = (table, item_layout(catalog[table], filler))
+                        tables[int(ext_id)] = (
+                            table,
+                            item_layout(catalog[table], filler, nvarchar_bytes),
+                        )
             file_items = None
             if file_table is not None:
                 if file_table not in catalog:
                     raise ValueError(
                         f"table {'.'.join(file_table)} has no columns in seeds/cdc_columns.csv"
                     )
-                file_items = item_layout(catalog[file_table], filler)
+                file_items = item_layout(catalog[file_table], filler, nvarchar_bytes)
             variants.append((tables, file_items))
             has_timestamp = any(
                 i.kind == "TIMESTAMP"

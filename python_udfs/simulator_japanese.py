@@ -170,11 +170,18 @@ def _zoned(value: str, precision: int, scale: int) -> bytes:
 
 
 def lx_item(
-    col, value: str | None, little: bool, order: str, outcode: str, timestamp_filler: int = 0
+    col,
+    value: str | None,
+    little: bool,
+    order: str,
+    outcode: str,
+    timestamp_filler: int = 0,
+    nvarchar_bytes: bool = False,
 ) -> bytes:
     """Encode one canonical value as a Linkexpress data item of ``col.lx_type``.
 
-    A TIMESTAMP is followed by ``timestamp_filler`` zero bytes (4 for ``ymdhms7_r4``).
+    A TIMESTAMP is followed by ``timestamp_filler`` zero bytes (4 for ``ymdhms7_r4``); with
+    ``nvarchar_bytes`` an NCHAR VARYING's length counts bytes (``nvarchar_length_unit``).
 
     No null indicator is written. ``None`` gives the null item: zero bytes of the item's size (a zero length for
     a LITTLE VARCHAR). ``order`` is ``>`` or ``<``; ``outcode`` a key of :data:`OUTCODES`.
@@ -186,7 +193,7 @@ def lx_item(
     if kind in ("VARCHAR", "NCHAR VARYING"):
         unit = 2 if kind == "NCHAR VARYING" else 1
         raw = b"" if value is None else value.encode(nchar_codec if unit == 2 else char_codec)
-        count = len(raw) // unit
+        count = len(raw) if nvarchar_bytes else len(raw) // unit
         body = raw if little else raw.ljust(unit * col.length, b"\0")
         return struct.pack(order + "H", count) + body
     if kind == "CHAR":
@@ -238,6 +245,7 @@ def lx_record(
     outcode: str = "sjis",
     extraction_id: int = 0,
     timestamp_filler: int = 0,
+    nvarchar_bytes: bool = False,
 ) -> bytes:
     """Encode one record in ``layout`` A–E (formats/linkexpress_extract.md).
 
@@ -251,7 +259,7 @@ def lx_record(
             value = values.get(col.name)
             if nulls:
                 items += h.pack(0xFFFF if value is None else 0)
-            items += lx_item(col, value, little, order, outcode, timestamp_filler)
+            items += lx_item(col, value, little, order, outcode, timestamp_filler, nvarchar_bytes)
     if op == 0x8000:
         body = h.pack(1) + (h.pack(0) if layout == "D" else b"") + h.pack(op)
     elif layout in "AB":
@@ -279,7 +287,8 @@ def write_extracts(sim, folder: Path, options: Mapping[str, Any] | None = None) 
     unit), ``null_indicators`` (default true), ``logtype`` (``little`` default / ``normal``),
     ``byteswap`` (``no`` big-endian default / ``yes``), ``outcode`` (``sjis`` default), ``chunks``
     (differential files per table or group, default 3), ``timestamp_layout`` (``ymdhms7``
-    default, or ``ymdhms7_r4``: 4 zero bytes after each TIMESTAMP). Extraction ids are the tables' order
+    default, or ``ymdhms7_r4``: 4 zero bytes after each TIMESTAMP), ``nvarchar_length_unit``
+    (``characters`` default, or ``bytes``). Extraction ids are the tables' order
     in JP_TABLES, 1-based (the catalog seed's ``table_identifier``).
     """
     opts = dict(options or {})
@@ -291,6 +300,7 @@ def write_extracts(sim, folder: Path, options: Mapping[str, Any] | None = None) 
     chunks = max(1, int(opts.get("chunks", 3)))
     jnl = opts.get("difftype", "open") == "jnl"
     filler = 4 if opts.get("timestamp_layout") == "ymdhms7_r4" else 0
+    nvarchar_bytes = opts.get("nvarchar_length_unit") == "bytes"
     diff_layout = ("D" if nulls else "E") if group else ("C" if jnl else ("A" if nulls else "B"))
     full_layout = ("D" if nulls else "E") if group else ("A" if nulls else "B")
     from python_udfs.simulator import JP_TABLES, primary_key_text
@@ -318,6 +328,7 @@ def write_extracts(sim, folder: Path, options: Mapping[str, Any] | None = None) 
             outcode=outcode,
             extraction_id=ext_id,
             timestamp_filler=filler,
+            nvarchar_bytes=nvarchar_bytes,
         )
 
     state: dict[tuple[str, str], dict[str, dict]] = {(t.schema, t.name): {} for t in JP_TABLES}

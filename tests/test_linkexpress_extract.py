@@ -238,8 +238,12 @@ def _rows(nulls: bool):
 @pytest.mark.parametrize("logtype", ["normal", "little"])
 @pytest.mark.parametrize("order", [">", "<"])
 @pytest.mark.parametrize("outcode", ["sjis", "euc", "unicode"])
-@pytest.mark.parametrize("timestamp_layout", ["ymdhms7", "ymdhms7_r4"])
-def test_simulated_files_round_trip_every_value(layout, logtype, order, outcode, timestamp_layout):
+@pytest.mark.parametrize(
+    "timestamp_layout,nvarchar_length_unit", [("ymdhms7", "characters"), ("ymdhms7_r4", "bytes")]
+)
+def test_simulated_files_round_trip_every_value(
+    layout, logtype, order, outcode, timestamp_layout, nvarchar_length_unit
+):
     catalog, ids = jp_catalog()
     rows = _rows(nulls=layout in "ACD")
     group = layout in "DE"
@@ -265,6 +269,7 @@ def test_simulated_files_round_trip_every_value(layout, logtype, order, outcode,
                     outcode=outcode,
                     extraction_id=ext_id,
                     timestamp_filler=filler,
+                    nvarchar_bytes=nvarchar_length_unit == "bytes",
                 ),
             )
         )
@@ -282,11 +287,16 @@ def test_simulated_files_round_trip_every_value(layout, logtype, order, outcode,
                     outcode=outcode,
                     extraction_id=0,
                     timestamp_filler=filler,
+                    nvarchar_bytes=nvarchar_length_unit == "bytes",
                 )
                 files[key].append((table, image, op, raw))
     # no `unit` option: table or group unit is read from the records (issue 13); the
     # timestamp layout both ways: detected (auto) and declared
-    options = {"difftype": "jnl" if layout == "C" else "open", "outcode": outcode}
+    options = {
+        "difftype": "jnl" if layout == "C" else "open",
+        "outcode": outcode,
+        "nvarchar_length_unit": nvarchar_length_unit,
+    }
     for key, records in files.items():
         data = b"".join(r[3] for r in records)
         if group and key is None:
