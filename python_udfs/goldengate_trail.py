@@ -21,6 +21,7 @@ and the real trails ``samples/goldengate/tc000000`` (+ ``tc.def``) and ``tr00000
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 import struct
@@ -45,7 +46,7 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "char_encoding": None,  # default: the sourcedefs character set, else utf-8
     "update_pair_position": "before",
     "number_text_rendering": "as_decimal",
-    "segments": "reject",
+    "segments": "reassemble",
     "seqno_source": "header",
     "unknown_iotype": "keep",
     "subsecond_overflow": "truncate",
@@ -63,7 +64,7 @@ OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
     "char_encoding": None,
     "update_pair_position": ("before",),
     "number_text_rendering": ("as_decimal", "as_float"),
-    "segments": ("reject",),
+    "segments": ("reassemble", "reject"),
     "seqno_source": ("header", "file_name"),
     "unknown_iotype": ("keep", "reject"),
     "subsecond_overflow": ("truncate", "reject"),
@@ -282,6 +283,7 @@ class _Trail:
     tran_id: str | None = None
     log_csn: str | None = None
     used: set[str] = field(default_factory=set)
+    segmenting: bool = False  # a segmented record is being read: keep each segment's 'D' bytes
 
 
 def detect_byte_order(data: bytes) -> str | None:
@@ -429,6 +431,7 @@ def decode_trail_file(
     )
     pos, index = header_length, 0
     pending_b: dict[str, Any] | None = None
+    segments: _Segments | None = None  # a segmented record whose last segment is still to come
     while pos < len(data):
         record_start = pos
         emit = record_start >= start
@@ -449,18 +452,33 @@ def decode_trail_file(
         pos = end
         if emit:
             index += 1
-        try:
-            try:
-                row, metadata = _record(state, record_start, end, opts, images=emit)
-            except (ValueError, IndexError, ArithmeticError, struct.error) as exc:
-                raise _Bad("bad_record", f"record does not parse: {exc}") from exc
-        except _Bad as bad:
+        parsed = _parse(state, record_start, end, opts, emit)
+        if segments is not None and not (
+            isinstance(parsed, tuple) and segments.continued_by(parsed[0])
+        ):
+            # the segmented record never got its last segment: reject it, read this one alone
+            segments.reject(data, result, record_start, "segment_without_end")
+            segments, state.segmenting = None, False
+            parsed = _parse(state, record_start, end, opts, emit)
+        if isinstance(parsed, Reject):
             if emit:
-                result.rejects.append(
-                    Reject.of(data, record_start, end, index, bad.reason, str(bad))
-                )
+                result.rejects.append(dataclasses.replace(parsed, record_index=index))
                 result.consumed_end = end
             continue
+        row, metadata = parsed
+        if "_segment_data" in row:  # segments.md: concatenate 'D' until Continued = N
+            if segments is None:
+                segments = _Segments(row, record_start, index)
+                state.segmenting = True
+            segments.parts.append(row.pop("_segment_data"))
+            row.pop("_table", None)
+            if row["continued"]:
+                continue
+            state.segmenting = False
+            row, record_start = segments.whole(state, opts, data, result, end)
+            segments = None
+            if row is None:
+                continue
         if metadata is not None and emit:
             result.metadata.extend(metadata.metadata(record_start, index))
         if not emit:
@@ -468,7 +486,7 @@ def decode_trail_file(
         row.update(
             record_offset=record_start,
             record_length=end - record_start,
-            record_index=index,
+            record_index=row.get("record_index") or index,
             trail_seqno=seqno,
         )
         result.consumed_end = end
@@ -484,12 +502,94 @@ def decode_trail_file(
                 f"unknown IOType {row['io_type']} at RBA {record_start} kept in raw"
             )
         result.rows.append(row)
+    if segments is not None:
+        if final:
+            segments.reject(data, result, len(data), "segment_without_end")
+        else:  # the next segments are still being written: read the record again next run
+            result.consumed_end = min(result.consumed_end, segments.start)
     for name in sorted(state.used):  # sourcedefs tables this file used: for `cdc scaffold`
         if state.tables[name].source == "sourcedefs":
             result.metadata.extend(state.tables[name].metadata())
     if pending_b is not None and final:
         _reject_orphan(data, result, pending_b, "at end of file")
     return result
+
+
+def _parse(
+    state: _Trail, start: int, end: int, opts: Mapping[str, Any], emit: bool
+) -> tuple[dict[str, Any], GGTable | None] | Reject:
+    """Decode the framed record ``[start, end)``: ``(row, metadata)`` or a Reject."""
+    try:
+        try:
+            return _record(state, start, end, opts, images=emit)
+        except (ValueError, IndexError, ArithmeticError, struct.error) as exc:
+            raise _Bad("bad_record", f"record does not parse: {exc}") from exc
+    except _Bad as bad:
+        return Reject.of(state.data, start, end, 0, bad.reason, str(bad))
+
+
+@dataclass(slots=True)
+class _Segments:
+    """A segmented record (Continued = Y) being read.
+
+    Holds its first segment's row, offset and index, and every segment's 'D' bytes so far
+    (formats/goldengate_trail.md, *Segmented records*).
+    """
+
+    first: dict[str, Any]
+    start: int
+    index: int
+    parts: list[bytes] = field(default_factory=list)
+
+    def continued_by(self, row: Mapping[str, Any]) -> bool:
+        """Whether ``row`` is the next segment: same table, IOType and AuditPos."""
+        return "_segment_data" in row and all(
+            row[k] == self.first[k] for k in ("io_type", "audit_pos", "table_name")
+        )
+
+    def whole(
+        self, state: _Trail, opts: Mapping[str, Any], data: bytes, result: DecodeResult, end: int
+    ) -> tuple[dict[str, Any] | None, int]:
+        """Decode the concatenated 'D' bytes as one record: ``(row, first offset)``.
+
+        A record that does not decode becomes one reject over every segment (row None).
+        """
+        row, joined = self.first, b"".join(self.parts)
+        table = state.tables.get(row["table_name"]) if row["table_name"] else None
+        table = table or state.tdrs.get(row.get("tdr_index"))
+        if table is not None and row["io_type"] not in (100, 160) and joined:
+            try:
+                whole = _Trail(joined, state.order, state.u16, state.u32, state.seqno, state.tables)
+                _images(whole, row, table, 0, len(joined), opts)
+            except (_Bad, ValueError, IndexError, ArithmeticError, struct.error) as exc:
+                result.rejects.append(
+                    Reject.of(
+                        data,
+                        self.start,
+                        end,
+                        self.index,
+                        "bad_record",
+                        f"reassembled segmented record does not parse: {exc}",
+                    )
+                )
+                result.consumed_end = end
+                return None, self.start
+        row["record_index"] = self.index
+        row["continued"] = 0
+        return row, self.start
+
+    def reject(self, data: bytes, result: DecodeResult, end: int, reason: str) -> None:
+        """Reject the segments read so far, ``[start, end)``."""
+        result.rejects.append(
+            Reject.of(
+                data,
+                self.start,
+                end,
+                self.index,
+                reason,
+                "segmented record (Continued = Y) without its last segment",
+            )
+        )
 
 
 def _reject_orphan(
@@ -616,6 +716,9 @@ def _record(
     ds, de = parts.get(0x44, (0, 0))
     if 0x44 in parts and de - ds != rec_length:
         raise _Bad("rec_length_mismatch", f"RecLength {rec_length} but 'D' holds {de - ds} bytes")
+    segment = bool(row["continued"]) or state.segmenting
+    if segment:  # one segment of a longer record: its 'D' bytes wait for the others
+        row["_segment_data"] = bytes(data[ds:de])
     tokens_map = _ggs_tokens(state, parts.get(0x54))
     _carry(state, row, tokens_map)
     if io_type == 170:
@@ -639,8 +742,21 @@ def _record(
     _set_table(row, table.name if table else table_name)
     row["column_names"] = [c.name for c in table.columns] if table else None
     row["data"], row["before_data"] = None, None
-    if not images or table is None or 0x44 not in parts or io_type in (100, 160):
+    if segment or not images or table is None or 0x44 not in parts or io_type in (100, 160):
         return row, None
+    _images(state, row, table, ds, de, opts)
+    return row, None
+
+
+def _images(
+    state: _Trail, row: dict[str, Any], table: GGTable, ds: int, de: int, opts: Mapping[str, Any]
+) -> None:
+    """Decode the 'D' area ``state.data[ds:de]`` of a change record into ``row``.
+
+    Sets ``data`` and ``before_data`` by IOType: unified 134/135, PK update 115/116, else one
+    image. Raises _Bad or ValueError for a payload that does not fit the definition.
+    """
+    data, io_type = state.data, row["io_type"]
     charset = opts["char_encoding"] or table.char_encoding or "utf-8"
     charset = {"windows-1252": "cp1252"}.get(charset.lower(), charset)
     if io_type in (134, 135):
@@ -666,7 +782,6 @@ def _record(
         row["data"] = _image(state, table, ds + 2 + key_len, de, charset, opts)
     else:
         row["data"] = _image(state, table, ds, de, charset, opts)
-    return row, None
 
 
 def _set_table(row: dict[str, Any], name: str | None) -> None:

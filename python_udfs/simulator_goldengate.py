@@ -119,10 +119,18 @@ class TrailWriter:
     """Writes GoldenGate trail records into files of one trail (one prefix)."""
 
     def __init__(
-        self, folder: Path, prefix: str, order: str, metadata: str, records_per_file: int, tables
+        self,
+        folder: Path,
+        prefix: str,
+        order: str,
+        metadata: str,
+        records_per_file: int,
+        tables,
+        segment_bytes: int = 0,
     ):
         self.folder, self.prefix, self.order = folder, prefix, order
         self.metadata, self.records_per_file, self.tables = metadata, records_per_file, tables
+        self.segment_bytes = segment_bytes
         self.seqno = -1
         self.buffer = bytearray()
         self.records_in_file = 0
@@ -179,6 +187,8 @@ class TrailWriter:
         orig_node: int = 0xFF,
         audit_rba: bytes | None = None,
         same_audit_pos: bool = False,
+        continued: bool = False,
+        rec_count: int = 1,
     ) -> bytes:
         julian = int((when - _EPOCH).total_seconds() * 1_000_000) + JULIAN_UNIX_OFFSET_US
         if not same_audit_pos:  # a FieldComp A record shares its B record's AuditPos
@@ -192,7 +202,8 @@ class TrailWriter:
             + self._pack("Q", self.audit_pos)
             + (audit_rba if audit_rba is not None else self._pack("I", 42))
             + bytes([trans_ind])
-            + b"R\x00\x00\x00\x01"
+            + b"R\x00\x00"
+            + bytes([1 if continued else 0, rec_count])
             + table_ref
         )
 
@@ -255,18 +266,31 @@ class TrailWriter:
         """Append one change record, rolling over to the next trail file when this one is full.
 
         A FieldComp ``A`` record stays in the file of its ``B`` record and shares its AuditPos.
+        With ``segment_bytes``, a longer 'D' area is written as segments of that many bytes
+        (Continued = Y on all but the last, RecCount 1, 2, …, one AuditPos).
         """
         pair_after = io_type == 15 and before_after == "A"
         if self.seqno < 0 or (self.records_in_file >= self.records_per_file and not pair_after):
             self._open()
         table_ref = self._table_ref(table, when, trans_ind)
-        ghdr = self._ghdr(
-            io_type, before_after, len(data), when, trans_ind, table_ref, same_audit_pos=pair_after
-        )
         token_area = b"".join(self._token(ord(k), v.encode("ascii")) for k, v in tokens.items())
-        data_token = self._token(0x44, data) if io_type != 100 else b""  # a truncate has no 'D'
-        body = self._token(0x48, ghdr) + data_token + self._token(0x54, token_area)
-        self._append(self._record(0x47, 1, body))
+        size = self.segment_bytes if self.segment_bytes and io_type != 100 else len(data) or 1
+        chunks = [data[i : i + size] for i in range(0, len(data), size)] or [data]
+        for number, chunk in enumerate(chunks, start=1):
+            ghdr = self._ghdr(
+                io_type,
+                before_after,
+                len(chunk),
+                when,
+                trans_ind,
+                table_ref,
+                same_audit_pos=pair_after or number > 1,
+                continued=number < len(chunks),
+                rec_count=number,
+            )
+            data_token = self._token(0x44, chunk) if io_type != 100 else b""  # truncate: no 'D'
+            tokens_token = self._token(0x54, token_area) if number == 1 else b""
+            self._append(self._record(0x47, 1, self._token(0x48, ghdr) + data_token + tokens_token))
         self.records_in_file += 1
 
 
@@ -290,6 +314,8 @@ def write_trails(sim, tables, folder: Path, options: Mapping[str, Any] | None = 
     the roll-over; ``prefix`` (default ``aa``) the file names. ``compressed_updates: true``
     writes an UPDATE's before image with its key columns only, as Oracle does without full
     supplemental logging (the after image always carries the key and the changed columns).
+    ``segment_bytes: n`` writes every 'D' area longer than n bytes as segmented records (the
+    LOB case: Continued = Y until the last segment).
     """
     opts = dict(options or {})
     order = "<" if opts.get("byte_order") == "little" else ">"
@@ -306,6 +332,7 @@ def write_trails(sim, tables, folder: Path, options: Mapping[str, Any] | None = 
         metadata,
         int(opts.get("records_per_file", 40)),
         tables,
+        int(opts.get("segment_bytes", 0)),
     )
     unpublished = {id(c) for c in sim.open_transaction[-1:]}
     groups: list[list] = []

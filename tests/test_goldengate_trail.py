@@ -312,3 +312,64 @@ def test_a_trail_without_tdrs_or_sourcedefs_decodes_from_the_catalog_seed(tc, tm
         decoded = decode_trail_file(raw, file_name=path.name, definitions=sim_catalog, final=True)
         assert expected.rows and not expected.rejects and not decoded.rejects
         assert _rows(decoded) == _rows(expected)
+
+
+@pytest.mark.parametrize("style", ["tdr", "sourcedefs"])
+def test_segmented_records_are_reassembled_to_the_whole_row(tmp_path, style):
+    """Continued = Y (the LOB case, issue 13): the simulator writes every 'D' area longer than
+    24 bytes as segments; the decoder concatenates them and reads the same rows as from the
+    unsegmented trail. Without the last segment the record waits (a file still being written)
+    or, in a final file, is one reject."""
+    from python_udfs.simulator import TABLES, simulate
+    from python_udfs.simulator_goldengate import write_trails
+
+    sim = simulate(seed=4)
+    base = {"definitions": "dirdef/sim.def"} if style == "sourcedefs" else {}
+
+    def decoded(folder, options):
+        write_trails(sim, TABLES, folder, {**base, **options})
+        defs = None
+        if style == "sourcedefs":
+            defs, _ = parse_sourcedefs((folder / "dirdef" / "sim.def").read_text("utf-8"))
+        rows, rejects = [], []
+        for path in sorted(p for p in folder.iterdir() if p.name.startswith("aa")):
+            result = decode_trail_file(
+                path.read_bytes(), file_name=path.name, definitions=defs, final=True
+            )
+            rows += [
+                (r["io_type"], r["table_name"], r["data"], r["before_data"]) for r in result.rows
+            ]
+            rejects += result.rejects
+        return rows, rejects
+
+    whole, whole_rejects = decoded(tmp_path / "whole", {})
+    segmented, segmented_rejects = decoded(tmp_path / "segmented", {"segment_bytes": 24})
+    assert whole and not whole_rejects and not segmented_rejects
+    assert segmented == whole
+    assert len(list((tmp_path / "segmented").glob("aa*"))) == len(
+        list((tmp_path / "whole").glob("aa*"))
+    )
+
+
+def test_a_segmented_record_without_its_last_segment_waits_or_is_rejected(tmp_path):
+    from python_udfs.simulator import TABLES, simulate
+    from python_udfs.simulator_goldengate import write_trails
+
+    write_trails(simulate(seed=4), TABLES, tmp_path, {"segment_bytes": 24})
+    data = sorted(tmp_path.glob("aa*"))[0].read_bytes()
+    whole = decode_trail_file(data, file_name="aa000000", final=True)
+    assert not whole.rejects
+    changes = [r for r in whole.rows if r["io_type"] != 170]  # TDRs are not segmented
+    row = max(changes, key=lambda r: r["record_length"])  # a record of several segments
+    first_end = row["record_offset"] + struct.unpack_from(">H", data, row["record_offset"] + 2)[0]
+    assert first_end < row["record_offset"] + row["record_length"]
+    cut = data[:first_end]  # the file ends after the record's first segment
+    held = decode_trail_file(cut, file_name="aa000000")  # the writer may still add the rest
+    assert not held.rejects and held.consumed_end == row["record_offset"]
+    assert [r["record_offset"] for r in held.rows] == [
+        r["record_offset"] for r in whole.rows if r["record_offset"] < row["record_offset"]
+    ]
+    final = decode_trail_file(cut, file_name="aa000000", final=True)
+    assert [(r.offset, r.reason) for r in final.rejects] == [
+        (row["record_offset"], "segment_without_end")
+    ]
