@@ -56,13 +56,13 @@
         {%- do names.append(name) -%}
     {%- endfor -%}
     {%- if names | length == 0 -%}
-        '{{ default }}'
+        {{ cdc_string_literal(default) }}
     {%- else -%}
     (case feed
         {%- for name in names %}
-        when '{{ name }}' then '{{ (feeds[name].options or {}).get(option, default) }}'
+        when {{ cdc_string_literal(name) }} then {{ cdc_string_literal((feeds[name].options or {}).get(option, default)) }}
         {%- endfor %}
-        else '{{ default }}'
+        else {{ cdc_string_literal(default) }}
     end)
     {%- endif %}
 {% endmacro %}

@@ -65,6 +65,7 @@ OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
     "subsecond_overflow": ("truncate", "reject"),
     "missing_transaction_fields": ("allow",),
     "incomplete_tail": ("pending", "reject"),
+    "delete_image_field": ("before_then_data", "data", "beforeData"),
 }
 
 OPERATIONS = ("INSERT", "UPDATE", "DELETE", "REFRESH")

@@ -1,7 +1,8 @@
 {#-
     Qlik Replicate Kafka data messages in the canonical change event shape (DESIGN.md §5).
     REFRESH rows (full load) become LOAD; UPDATE carries both images in one message; a DELETE
-    takes its before image from beforeData, else from data (option delete_image_field).
+    takes its before image from beforeData, else from data (option delete_image_field:
+    before_then_data, the default; data; beforeData).
 -#}
 
 -- depends_on: {{ ref('int_working_set') }}
@@ -52,7 +53,13 @@ canonical as (
         to_timestamp(timestamp) as committed_at,
         case
             when change_operation = 'UPDATE' then before_data
-            when change_operation = 'DELETE' then coalesce(before_data, data)
+            when change_operation = 'DELETE'
+                then
+                    case {{ cdc_feed_option('qlik_kafka', 'delete_image_field', 'before_then_data') }}
+                        when 'data' then data
+                        when 'beforeData' then before_data
+                        else coalesce(before_data, data)
+                    end
         end as before_image,
         case when change_operation in ('INSERT', 'UPDATE', 'LOAD') then data end as after_image,
         {{ cdc_changed_columns(
