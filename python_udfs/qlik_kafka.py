@@ -276,26 +276,65 @@ def _frames(
         yield 0, len(data), 0, None, f"unknown dump framing for {file_name} (.jsonl, .lpv, .avro)"
 
 
+#: The Avro object container header (Avro specification, "Object Container Files").
+_CONTAINER_HEADER = fastavro.parse_schema(
+    {
+        "type": "record",
+        "name": "org.apache.avro.file.Header",
+        "fields": [
+            {"name": "magic", "type": {"type": "fixed", "name": "Magic", "size": 4}},
+            {"name": "meta", "type": {"type": "map", "values": "bytes"}},
+            {"name": "sync", "type": {"type": "fixed", "name": "Sync", "size": 16}},
+        ],
+    }
+)
+
+
 def _container_frames(data: bytes, start_index: int):
     """Yield datums of an Avro object container file as ``(offset, end, index, datum, error)``.
 
     The datum is already decoded (a dict), wrapped in a one-element tuple to tell it apart
-    from raw bytes. A corrupt block rejects the rest of the file (noted in the closing note of
-    the foundation issue: resynchronising at the next sync marker is not implemented).
+    from raw bytes; ``offset``/``end`` are its block's byte range (through the block's sync
+    marker). A block that does not decode (bad counts, a sync marker mismatch, a corrupt
+    compressed body) is one error ranging to the next sync marker, where reading resumes
+    (formats/qlik_kafka_messages.md, bad input). A header that does not parse rejects the
+    file. Each block is decoded by fastavro (codecs included) behind the file's own header.
     """
     index = start_index
     stream = io.BytesIO(data)
     try:
-        blocks = fastavro.block_reader(stream)
-        for block in blocks:
-            offset = block.offset
-            end = offset + block.size
-            for datum in block:
-                index += 1
-                yield offset, end, index, (datum,), None
-    except Exception as exc:  # noqa: BLE001 - any container corruption is bad input
-        offset = stream.tell()
-        yield offset, len(data), index + 1, None, f"corrupt Avro container: {exc}"
+        header = fastavro.schemaless_reader(stream, _CONTAINER_HEADER, None)
+        if header["magic"] != b"Obj\x01":
+            raise ValueError(f"bad magic {header['magic']!r}")
+    except Exception as exc:  # noqa: BLE001 - any header corruption is bad input
+        yield 0, len(data), index + 1, None, f"corrupt Avro container header: {exc}"
+        return
+    header_bytes, sync = data[: stream.tell()], header["sync"]
+    pos = stream.tell()
+    while pos < len(data):
+        try:
+            stream.seek(pos)
+            fastavro.schemaless_reader(stream, "long", None)  # object count
+            size = fastavro.schemaless_reader(stream, "long", None)
+            end = stream.tell() + size + 16
+            if size < 0 or end > len(data) or data[end - 16 : end] != sync:
+                raise ValueError("block size or sync marker mismatch")
+            datums = [
+                d
+                for block in fastavro.block_reader(io.BytesIO(header_bytes + data[pos:end]))
+                for d in block
+            ]
+        except Exception as exc:  # noqa: BLE001 - any block corruption is bad input
+            found = data.find(sync, pos + 1)
+            resume = found + 16 if found != -1 else len(data)
+            index += 1
+            yield pos, resume, index, None, f"corrupt Avro block: {exc}"
+            pos = resume
+            continue
+        for datum in datums:
+            index += 1
+            yield pos, end, index, (datum,), None
+        pos = end
 
 
 def _json_loads(raw: bytes) -> Any:

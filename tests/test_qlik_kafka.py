@@ -299,3 +299,58 @@ def test_an_md_message_delivered_twice_declares_each_column_once(samples):
     assert [c.column_name for c in twice.by_table[("employees", "salaries")].columns] == [
         c.column_name for c in once.by_table[("employees", "salaries")].columns
     ]
+
+
+DATA_RECORD = {
+    "type": "record",
+    "name": "DataRecord",
+    "fields": [
+        {"name": "data", "type": {"type": "map", "values": ["null", "string"]}},
+        {
+            "name": "headers",
+            "type": {
+                "type": "record",
+                "name": "Headers",
+                "fields": [
+                    {"name": "operation", "type": "string"},
+                    {"name": "changeSequence", "type": "string"},
+                    {"name": "timestamp", "type": "string"},
+                    {"name": "transactionId", "type": "string"},
+                ],
+            },
+        },
+    ],
+}
+
+
+@pytest.mark.parametrize("codec", ["null", "deflate"])
+def test_a_corrupt_avro_block_is_rejected_and_reading_resumes_at_the_next_sync_marker(codec):
+    """formats/qlik_kafka_messages.md, bad input: a corrupt block of an object container is
+    rejected up to its sync marker and the blocks after it still land (issue 13)."""
+    import io
+
+    records = [
+        {
+            "data": {"K": str(n), "V": f"value {n}"},
+            "headers": {
+                "operation": "INSERT",
+                "changeSequence": f"2024010100000000000000000000000000{n}",
+                "timestamp": "2024-01-01 00:00:00",
+                "transactionId": f"T{n}",
+            },
+        }
+        for n in range(1, 7)
+    ]
+    out = io.BytesIO()
+    fastavro.writer(out, fastavro.parse_schema(DATA_RECORD), records, codec=codec, sync_interval=1)
+    data = bytearray(out.getvalue())
+    options = {"topic_tables": {"orders": "S.T"}}
+    whole = decode(bytes(data), "orders-0-00000000000000000000.avro", options)
+    assert not whole.rejects and [r["data"]["K"] for r in whole.rows] == list("123456")
+    blocks = sorted({r["record_offset"] for r in whole.rows})
+    assert len(blocks) == 6  # one record a block
+    third, fourth = blocks[2], blocks[3]
+    data[third + 4 : fourth - 16] = b"\xff" * (fourth - 16 - third - 4)  # its body, not its sync
+    result = decode(bytes(data), "orders-0-00000000000000000000.avro", options)
+    assert [r["data"]["K"] for r in result.rows] == ["1", "2", "4", "5", "6"]
+    assert [(r.offset, r.length) for r in result.rejects] == [(third, fourth - third)]
