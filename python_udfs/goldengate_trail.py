@@ -432,6 +432,7 @@ def decode_trail_file(
     pos, index = header_length, 0
     pending_b: dict[str, Any] | None = None
     segments: _Segments | None = None  # a segmented record whose last segment is still to come
+    sequence = _TransactionSequence()
     while pos < len(data):
         record_start = pos
         emit = record_start >= start
@@ -501,7 +502,14 @@ def decode_trail_file(
             result.warnings.append(
                 f"unknown IOType {row['io_type']} at RBA {record_start} kept in raw"
             )
+        if row["io_type"] != 170:
+            sequence.see(row["trans_ind"], record_start, result.warnings)
         result.rows.append(row)
+    if final and sequence.open_at is not None:
+        result.warnings.append(
+            f"transaction without end: TransInd 0 at RBA {sequence.open_at} has no last record "
+            "(TransInd 2) in this file, which is final"
+        )
     if segments is not None:
         if final:
             segments.reject(data, result, len(data), "segment_without_end")
@@ -513,6 +521,33 @@ def decode_trail_file(
     if pending_b is not None and final:
         _reject_orphan(data, result, pending_b, "at end of file")
     return result
+
+
+@dataclass(slots=True)
+class _TransactionSequence:
+    """Checks TransInd order within a file (formats/goldengate_trail.md, bad input).
+
+    A 1 or 2 after a transaction ended, or a 0 while one is open, is out of sequence: a
+    warning (the transaction grouping in dbt closes the open one and starts a new one). A file
+    may start inside a transaction begun in the previous file.
+    """
+
+    open_at: int | None = None  # RBA of the open transaction's first record
+    ended: bool = False  # a transaction ended in this file: a 1 or 2 now has no opening 0
+
+    def see(self, trans_ind: int, rba: int, warnings: list[str]) -> None:
+        """Record one change record's TransInd, appending a warning when out of sequence."""
+        if trans_ind in (0, 3) and self.open_at is not None:
+            warnings.append(
+                f"TransInd {trans_ind} at RBA {rba} while the transaction of RBA "
+                f"{self.open_at} is open: that transaction ends incomplete"
+            )
+        elif trans_ind in (1, 2) and self.open_at is None and self.ended:
+            warnings.append(f"TransInd {trans_ind} at RBA {rba} without an open transaction")
+        if trans_ind == 0:
+            self.open_at = rba
+        elif trans_ind in (2, 3):
+            self.open_at, self.ended = None, True
 
 
 def _parse(

@@ -373,3 +373,23 @@ def test_a_segmented_record_without_its_last_segment_waits_or_is_rejected(tmp_pa
     assert [(r.offset, r.reason) for r in final.rejects] == [
         (row["record_offset"], "segment_without_end")
     ]
+
+
+def test_transind_out_of_sequence_and_a_transaction_without_end_are_reported(tc):
+    """formats/goldengate_trail.md, bad input: the real trail cut to 1500 bytes reports its
+    last transaction as without end; a last record (TransInd 2) changed to a middle one (1)
+    leaves its transaction open when the next one starts (issue 13)."""
+    data, defs, _charset = tc
+    whole = decode_trail_file(data, file_name="tc000000", definitions=defs, final=True)
+    assert not [w for w in whole.warnings if "TransInd" in w or "without end" in w]
+    cut = decode_trail_file(data[:1500], file_name="tc000000", definitions=defs, final=True)
+    assert [r["record_offset"] for r in cut.rows if r["io_type"] == 5] == [1121, 1296]
+    assert any(w.startswith("transaction without end: TransInd 0 at RBA") for w in cut.warnings)
+    held = decode_trail_file(data[:1500], file_name="tc000000", definitions=defs)
+    assert not any("without end" in w for w in held.warnings)  # the writer may still finish it
+    last = next(r for r in whole.rows if r["trans_ind"] == 2)
+    patched = bytearray(data)
+    assert patched[last["record_offset"] + 8 + 28] == 2  # GHDR TransInd of that record
+    patched[last["record_offset"] + 8 + 28] = 1
+    result = decode_trail_file(bytes(patched), file_name="tc000000", definitions=defs, final=True)
+    assert any("while the transaction of RBA" in w for w in result.warnings), result.warnings
