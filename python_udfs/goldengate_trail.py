@@ -41,35 +41,32 @@ from python_udfs.records import RecordError as _Bad
 
 FORMAT = "goldengate_trail"
 
-DEFAULT_OPTIONS: dict[str, Any] = {
-    "byte_order": "auto",
-    "char_encoding": None,  # default: the sourcedefs character set, else utf-8
-    "update_pair_position": "before",
-    "number_text_rendering": "as_decimal",
-    "segments": "reassemble",
-    "seqno_source": "header",
-    "unknown_iotype": "keep",
-    "subsecond_overflow": "truncate",
-    "incomplete_tail": "pending",
+#: Every option a ``goldengate_trail`` feed accepts (formats/goldengate_trail.md, *Uncertain
+#: points and options*): name → (default, the values this version implements; ``None``: any
+#: value of the option's kind). ``definitions`` is the sourcedefs file under the landing root;
+#: ``segments`` defaults to ``reassemble``, not the page's ``reject`` (issue 13). The decoder
+#: reads ``DEFAULT_OPTIONS`` and ``config.load_project`` checks ``OPTION_CHOICES``, both derived
+#: from this one table, so the check cannot drift from what the decoder reads.
+OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
+    "byte_order": ("auto", ("auto", "big", "little")),
+    "metadata_source": (None, ("auto",)),
+    "definitions": (None, None),
+    "char_encoding": (None, None),
+    "update_pair_position": ("before", ("before",)),
+    "number_text_rendering": ("as_decimal", ("as_decimal", "as_float")),
+    "segments": ("reassemble", ("reassemble", "reject")),
+    "seqno_source": ("header", ("header", "file_name")),
+    "unknown_iotype": ("keep", ("keep", "reject")),
+    "subsecond_overflow": ("truncate", ("truncate", "reject")),
+    "incomplete_tail": ("pending", ("pending", "reject")),
+}
+#: Default of every option (``OPTIONS``).
+DEFAULT_OPTIONS: dict[str, Any] = {name: spec[0] for name, spec in OPTIONS.items()}
+#: Accepted values of every option (``OPTIONS``); ``None`` takes any value of its kind.
+OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
+    name: spec[1] for name, spec in OPTIONS.items()
 }
 
-#: Every option a ``goldengate_trail`` feed accepts (formats/goldengate_trail.md, *Uncertain
-#: points and options*; ``definitions`` is the sourcedefs file under the landing root), with the
-#: values this version implements; ``None`` takes any value of the option's kind.
-#: ``config.load_project`` rejects any other key or value.
-OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
-    "byte_order": ("auto", "big", "little"),
-    "metadata_source": ("auto",),
-    "definitions": None,
-    "char_encoding": None,
-    "update_pair_position": ("before",),
-    "number_text_rendering": ("as_decimal", "as_float"),
-    "segments": ("reassemble", "reject"),
-    "seqno_source": ("header", "file_name"),
-    "unknown_iotype": ("keep", "reject"),
-    "subsecond_overflow": ("truncate", "reject"),
-    "incomplete_tail": ("pending", "reject"),
-}
 
 #: Canonical operation of each IOType (formats/goldengate_trail.md, *IOType codes*).
 IO_TYPES: dict[int, str] = {

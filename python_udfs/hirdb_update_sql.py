@@ -45,33 +45,30 @@ from python_udfs.records import DecodeResult, MetadataColumn, Reject
 
 FORMAT = "hirdb_update_sql"
 
-DEFAULT_OPTIONS: dict[str, Any] = {
-    "encoding": "auto",
-    "source_time_zone": "UTC",
-    "quote_escape": "doubled",
-    "where_image": "after",
-    "hex_fallback": "reject",
-    "placeholder_quoted": "bare_only",
-    "duplicate_transactions": "reject",
-    "purge_event_codes": [],
-    "identifier_case": "as_written",
+#: Every option a ``hirdb_update_sql`` feed accepts (formats/hirdb_update_sql.md, *Uncertain
+#: points and options*): name → (default, the values this version implements; ``None``: any
+#: value of the option's kind). ``encoding`` and ``source_time_zone`` are also checked as a
+#: codec and a time zone. The decoder reads ``DEFAULT_OPTIONS`` and ``config.load_project``
+#: checks ``OPTION_CHOICES``, both derived from this one table, so the check cannot drift from
+#: what the decoder reads.
+OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
+    "encoding": ("auto", None),
+    "source_time_zone": ("UTC", None),
+    "quote_escape": ("doubled", ("doubled",)),
+    "where_image": ("after", ("after", "before")),
+    "hex_fallback": ("reject", ("reject", "decode_packed")),
+    "placeholder_quoted": ("bare_only", ("bare_only", "accept_quoted")),
+    "duplicate_transactions": ("reject", ("reject", "keep")),
+    "purge_event_codes": ([], None),
+    "identifier_case": ("as_written", ("as_written", "upper")),
+}
+#: Default of every option (``OPTIONS``).
+DEFAULT_OPTIONS: dict[str, Any] = {name: spec[0] for name, spec in OPTIONS.items()}
+#: Accepted values of every option (``OPTIONS``); ``None`` takes any value of its kind.
+OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
+    name: spec[1] for name, spec in OPTIONS.items()
 }
 
-#: Every option a ``hirdb_update_sql`` feed accepts (formats/hirdb_update_sql.md, *Uncertain
-#: points and options*), with the values this version implements; ``None`` takes any value of
-#: the option's kind (``encoding`` and ``source_time_zone`` are checked by ``config``).
-#: ``config.load_project`` rejects any other key or value.
-OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
-    "encoding": None,
-    "source_time_zone": None,
-    "quote_escape": ("doubled",),
-    "where_image": ("after", "before"),
-    "hex_fallback": ("reject", "decode_packed"),
-    "placeholder_quoted": ("bare_only", "accept_quoted"),
-    "duplicate_transactions": ("reject", "keep"),
-    "purge_event_codes": None,
-    "identifier_case": ("as_written", "upper"),
-}
 #: Encodings tried, in order, by ``encoding: auto`` (formats/hirdb_update_sql.md, *options*).
 AUTO_ENCODINGS = ("utf-8", "euc_jp", "cp932")
 ENCODING_ALIASES = {"sjis": "cp932", "shift_jis": "cp932", "ujis": "euc_jp", "euc-jp": "euc_jp"}

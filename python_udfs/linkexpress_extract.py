@@ -47,46 +47,37 @@ from python_udfs.records import RecordError as _Bad
 
 FORMAT = "linkexpress_extract"
 
-DEFAULT_OPTIONS: dict[str, Any] = {
-    "unit": "auto",  # auto (from the records) | table | group
-    "difftype": "open",  # open | jnl (table unit)
-    "logtype": "auto",  # auto | normal | little
-    "null_indicators": "auto",  # auto | yes | no
-    "byteswap": "auto",  # auto | no (big-endian) | yes (little-endian)
-    "outcode": "auto",  # auto | unicode | euc | sjis
-    "nchar_encoding": None,  # explicit codec for NCHAR items
-    "record_length_basis": "inclusive",  # inclusive | exclusive
-    "zoned_sign": "auto",
-    "empty_full_extract_as": "truncate",
-    "table_unit_transaction": "file",
-    "full_extract_tables": {},
-    "char_rtrim": False,
-    "timestamp_layout": "auto",  # auto | ymdhms7 | ymdhms7_r4 (4 zero bytes after the value)
-    "nvarchar_length_unit": "characters",  # characters | bytes (NCHAR VARYING valid length)
+#: Every option a ``linkexpress_extract`` feed accepts (formats/linkexpress_extract.md,
+#: *Uncertain points and options*): name → (default, the values this version implements;
+#: ``None``: any value of the option's kind). ``unit`` (``auto``: read from the records) and
+#: ``difftype`` name the file layout. The decoder reads ``DEFAULT_OPTIONS`` and
+#: ``config.load_project`` checks ``OPTION_CHOICES``, both derived from this one table, so the
+#: check cannot drift from what the decoder reads.
+OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
+    "unit": ("auto", ("auto", "table", "group")),
+    "difftype": ("open", ("open", "jnl")),
+    "logtype": ("auto", ("auto", "normal", "little")),
+    "null_indicators": ("auto", ("auto", "yes", "no", True, False)),
+    "byteswap": ("auto", ("auto", "no", "yes")),
+    "outcode": ("auto", ("auto", "unicode", "euc", "sjis")),
+    "nchar_encoding": (None, None),
+    "record_length_basis": ("inclusive", ("inclusive", "exclusive")),
+    "zoned_sign": ("auto", ("auto", "ascii_unsigned")),
+    "empty_full_extract_as": ("truncate", ("truncate",)),
+    "table_unit_transaction": ("file", ("file", "none")),
+    "extraction_ids": (None, None),
+    "full_extract_tables": ({}, None),
+    "char_rtrim": (False, (True, False)),
+    "timestamp_layout": ("auto", ("auto", "ymdhms7", "ymdhms7_r4")),
+    "nvarchar_length_unit": ("characters", ("characters", "bytes")),
+}
+#: Default of every option (``OPTIONS``).
+DEFAULT_OPTIONS: dict[str, Any] = {name: spec[0] for name, spec in OPTIONS.items()}
+#: Accepted values of every option (``OPTIONS``); ``None`` takes any value of its kind.
+OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
+    name: spec[1] for name, spec in OPTIONS.items()
 }
 
-#: Every option a ``linkexpress_extract`` feed accepts (formats/linkexpress_extract.md,
-#: *Uncertain points and options*; ``unit`` and ``difftype`` name the file layout), with the
-#: values this version implements; ``None`` takes any value of the option's kind.
-#: ``config.load_project`` rejects any other key or value.
-OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
-    "unit": ("auto", "table", "group"),
-    "difftype": ("open", "jnl"),
-    "logtype": ("auto", "normal", "little"),
-    "null_indicators": ("auto", "yes", "no", True, False),
-    "byteswap": ("auto", "no", "yes"),
-    "outcode": ("auto", "unicode", "euc", "sjis"),
-    "nchar_encoding": None,
-    "record_length_basis": ("inclusive", "exclusive"),
-    "zoned_sign": ("auto", "ascii_unsigned"),
-    "empty_full_extract_as": ("truncate",),
-    "table_unit_transaction": ("file", "none"),
-    "extraction_ids": None,
-    "full_extract_tables": None,
-    "char_rtrim": (True, False),
-    "timestamp_layout": ("auto", "ymdhms7", "ymdhms7_r4"),
-    "nvarchar_length_unit": ("characters", "bytes"),
-}
 OP_FULL, OP_INSERT, OP_UPDATE, OP_DELETE, OP_EMPTY, OP_COMMIT = 0, 1, 2, 3, 0xFFFF, 0x8000
 OPERATIONS = {
     OP_FULL: "FULL_EXTRACT",

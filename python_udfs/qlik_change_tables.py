@@ -34,46 +34,36 @@ from python_udfs.records import DecodeResult, MetadataColumn, Reject
 
 FORMAT = "qlik_change_tables"
 
-#: Default options; every key may be overridden per feed in ``dbt_project.yml``.
-DEFAULT_OPTIONS: dict[str, Any] = {
-    "mask_bit_order": "lsb_last_hex",
-    "header_prefix": "header__",
-    "ct_suffix": "__ct",
-    "truncate_oper_code": None,
-    "load_position": "zeros",
-    "update_unmasked_columns": "trust_values",
-    "unmatched_before_image": "reject",
-    "subsecond_overflow": "truncate",
-    "encoding": "utf-8",
-    "csv_header_row": "auto",
-    "field_delimiter": ",",
-    "record_delimiter": "\n",
-    "null_value": "",
-    "quote_char": '"',
-    "escape_char": "",
+#: Every option a ``qlik_change_tables`` feed accepts (formats/qlik_change_tables.md, *Uncertain
+#: points and options*): name → (default, the values this version implements; ``None``: any
+#: value of the option's kind). The decoder reads ``DEFAULT_OPTIONS`` and
+#: ``config.load_project`` checks ``OPTION_CHOICES``, both derived from this one table, so the
+#: check cannot drift from what the decoder reads.
+OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
+    "mask_bit_order": ("lsb_last_hex", ("lsb_last_hex", "lsb_first_byte")),
+    "header_prefix": ("header__", None),
+    "header_columns": (None, None),
+    "ct_suffix": ("__ct", None),
+    "truncate_oper_code": (None, None),
+    "load_position": ("zeros", ("zeros",)),
+    "update_unmasked_columns": ("trust_values", ("trust_values", "absent")),
+    "unmatched_before_image": ("reject", ("reject", "drop_with_count")),
+    "subsecond_overflow": ("truncate", ("truncate", "reject")),
+    "encoding": ("utf-8", None),
+    "csv_header_row": ("auto", ("auto", "present", "absent")),
+    "field_delimiter": (",", None),
+    "record_delimiter": ("\n", None),
+    "null_value": ("", None),
+    "quote_char": ('"', None),
+    "escape_char": ("", None),
+}
+#: Default of every option (``OPTIONS``).
+DEFAULT_OPTIONS: dict[str, Any] = {name: spec[0] for name, spec in OPTIONS.items()}
+#: Accepted values of every option (``OPTIONS``); ``None`` takes any value of its kind.
+OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
+    name: spec[1] for name, spec in OPTIONS.items()
 }
 
-#: Every option a ``qlik_change_tables`` feed accepts (formats/qlik_change_tables.md, *Uncertain
-#: points and options*), with the values this version implements; ``None`` takes any value of
-#: the option's kind. ``config.load_project`` rejects any other key or value.
-OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
-    "mask_bit_order": ("lsb_last_hex", "lsb_first_byte"),
-    "header_prefix": None,
-    "header_columns": None,
-    "ct_suffix": None,
-    "truncate_oper_code": None,
-    "load_position": ("zeros",),
-    "update_unmasked_columns": ("trust_values", "absent"),
-    "unmatched_before_image": ("reject", "drop_with_count"),
-    "subsecond_overflow": ("truncate", "reject"),
-    "encoding": None,
-    "csv_header_row": ("auto", "present", "absent"),
-    "field_delimiter": None,
-    "record_delimiter": None,
-    "null_value": None,
-    "quote_char": None,
-    "escape_char": None,
-}
 
 #: The default set of header columns, in order (a task may configure fewer).
 DEFAULT_HEADER_FIELDS = (

@@ -42,31 +42,30 @@ from python_udfs.records import DecodeResult, MetadataColumn, Reject
 
 FORMAT = "qlik_kafka"
 
-DEFAULT_OPTIONS: dict[str, Any] = {
-    "mask_bit_order": "lsb_last_hex",
-    "topic_tables": {},
-    "load_position": "zeros",
-    "tombstones": "count_and_skip",
-    "subsecond_overflow": "truncate",
-    "missing_transaction_fields": "allow",
-    "incomplete_tail": "pending",
+#: Every option a ``qlik_kafka`` feed accepts (formats/qlik_kafka_messages.md, *Uncertain points
+#: and options*): name → (default, the values this version implements; ``None``: any value of
+#: the option's kind). ``schema_dir`` is the folder of ``<id>.avsc`` files under the feed's
+#: landing folder. The decoder reads ``DEFAULT_OPTIONS`` and ``config.load_project`` checks
+#: ``OPTION_CHOICES``, both derived from this one table, so the check cannot drift from what the
+#: decoder reads.
+OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
+    "mask_bit_order": ("lsb_last_hex", ("lsb_last_hex", "lsb_first_byte")),
+    "topic_tables": ({}, None),
+    "schema_dir": (None, None),
+    "load_position": ("zeros", ("zeros",)),
+    "tombstones": ("count_and_skip", ("count_and_skip", "reject")),
+    "subsecond_overflow": ("truncate", ("truncate", "reject")),
+    "missing_transaction_fields": ("allow", ("allow",)),
+    "incomplete_tail": ("pending", ("pending", "reject")),
+    "delete_image_field": (None, ("before_then_data", "data", "beforeData")),
+}
+#: Default of every option (``OPTIONS``).
+DEFAULT_OPTIONS: dict[str, Any] = {name: spec[0] for name, spec in OPTIONS.items()}
+#: Accepted values of every option (``OPTIONS``); ``None`` takes any value of its kind.
+OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
+    name: spec[1] for name, spec in OPTIONS.items()
 }
 
-#: Every option a ``qlik_kafka`` feed accepts (formats/qlik_kafka_messages.md, *Uncertain
-#: points and options*; ``schema_dir`` is the folder of ``<id>.avsc`` files under the feed's
-#: landing folder), with the values this version implements; ``None`` takes any value of the
-#: option's kind. ``config.load_project`` rejects any other key or value.
-OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
-    "mask_bit_order": ("lsb_last_hex", "lsb_first_byte"),
-    "topic_tables": None,
-    "schema_dir": None,
-    "load_position": ("zeros",),
-    "tombstones": ("count_and_skip", "reject"),
-    "subsecond_overflow": ("truncate", "reject"),
-    "missing_transaction_fields": ("allow",),
-    "incomplete_tail": ("pending", "reject"),
-    "delete_image_field": ("before_then_data", "data", "beforeData"),
-}
 
 OPERATIONS = ("INSERT", "UPDATE", "DELETE", "REFRESH")
 _CHANGE_SEQ_RE = re.compile(r"\d{35}")
