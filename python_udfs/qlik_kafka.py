@@ -337,8 +337,15 @@ def _container_frames(data: bytes, start_index: int):
 
 
 def _json_loads(raw: bytes) -> Any:
-    """Parse JSON exactly: integers as ``int``, other numbers as ``Decimal`` (never float)."""
-    return json.loads(raw, parse_float=Decimal)
+    """Parse JSON exactly: integers as ``int``, other numbers as ``Decimal`` (never float).
+
+    Raises ValueError for text that is not JSON, including JSON nested deeper than Python's
+    recursion limit (a hostile value must become a reject, not a failed run).
+    """
+    try:
+        return json.loads(raw, parse_float=Decimal)
+    except RecursionError as exc:
+        raise ValueError("JSON nested too deeply") from exc
 
 
 def scan_metadata(data: bytes, *, file_name: str, start: int = 0) -> list[MetadataColumn]:

@@ -354,3 +354,21 @@ def test_a_corrupt_avro_block_is_rejected_and_reading_resumes_at_the_next_sync_m
     result = decode(bytes(data), "orders-0-00000000000000000000.avro", options)
     assert [r["data"]["K"] for r in result.rows] == ["1", "2", "4", "5", "6"]
     assert [(r.offset, r.length) for r in result.rejects] == [(third, fourth - third)]
+
+
+def test_json_nested_too_deeply_is_a_reject_not_a_crash():
+    """issue 14: a line nested 100,000 levels deep once stopped the whole run (RecursionError in
+    the metadata pre-pass); it is one reject and the line after it still lands."""
+    hostile = b'{"magic": "atMSG", "type": "MD", "message": ' + b"[" * 100_000 + b"]" * 100_000
+    good = (
+        b'{"magic": "atMSG", "type": "DT", "headers": null, "messageSchemaId": null, '
+        b'"messageSchema": null, "message": {"data": {"K": "1"}, "beforeData": null, "headers": '
+        b'{"operation": "INSERT", "changeSequence": "20240101000000000000000000000000001", '
+        b'"timestamp": "2024-01-01T00:00:00", "streamPosition": "", "transactionId": "AA"}}}'
+    )
+    data = hostile + b"}\n" + good + b"\n"
+    result = decode(
+        data, "orders-0-00000000000000000000.jsonl", {"topic_tables": {"orders": "S.T"}}
+    )
+    assert [r.reason for r in result.rejects] == ["invalid_json"]
+    assert [r["data"] for r in result.rows] == [{"K": "1"}]
