@@ -563,9 +563,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "sql":
             return sql(config, args.query, args.json)
         if args.command == "thrift-server":
-            from python_udfs.spark import thrift_server_command
+            from python_udfs.spark import lock_lake, thrift_server_command
 
-            config.lake_root.mkdir(parents=True, exist_ok=True)
+            lock_lake(config.lake_root, inheritable=True)  # held by the server after exec
             command = thrift_server_command(config.lake_root, args.port, args.host)
             log(f"Spark Thrift Server on {args.host}:{args.port}, lake {config.lake_root}")
             os.execv(command[0], command)  # replaces this process; stop it with Ctrl-C

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -91,11 +92,55 @@ def thrift_server_command(lake_root: Path, port: int, host: str = "127.0.0.1") -
     return command + ["spark-internal"]
 
 
+#: Open lock files of the lakes this process holds (kept open until the process exits).
+_LAKE_LOCKS: dict[Path, Any] = {}
+
+
+def lock_lake(lake_root: Path, inheritable: bool = False) -> None:
+    """Hold ``<lake_root>/.cdc.lock`` (an exclusive ``flock``) until this process exits.
+
+    The embedded Derby metastore admits one JVM, and two runs writing the same state tables
+    would race: a second ``cdc`` process on the same lake stops at once with one message
+    instead of failing midway in Derby. The operating system releases the lock when the
+    process ends, killed or not. ``inheritable`` keeps it across ``exec`` (the Thrift Server).
+    Raises ConfigError naming the lake and the process that holds it.
+    """
+    import fcntl
+
+    from python_udfs.config import ConfigError
+
+    lake = lake_root.resolve()
+    if lake in _LAKE_LOCKS:
+        return
+    lake.mkdir(parents=True, exist_ok=True)
+    handle = open(lake / ".cdc.lock", "a+", encoding="utf-8")  # noqa: SIM115 - held until exit
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise ConfigError(
+            f"{lake}: the lake is in use by {holder}. Wait for it to finish (or stop the "
+            "Thrift Server on this lake), then run again."
+        ) from exc
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"cdc process {os.getpid()} ({' '.join(sys.argv[:3])})\n")
+    handle.flush()
+    if inheritable:
+        os.set_inheritable(handle.fileno(), True)
+    _LAKE_LOCKS[lake] = handle
+
+
 def get_spark(lake_root: Path) -> SparkSession:
     """Create (or return the running) SparkSession with Hive support for ``lake_root``.
 
-    Raises RuntimeError from py4j when Java is missing; the CLI turns that into one message.
+    Takes the lake's lock first (:func:`lock_lake`; ConfigError when another process holds
+    it). Raises RuntimeError from py4j when Java is missing; the CLI turns that into one
+    message.
     """
+    lock_lake(lake_root)
     lake_root.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.enableHiveSupport()

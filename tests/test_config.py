@@ -129,3 +129,35 @@ def test_bad_decoder_options_fail_fast(project, monkeypatch, tmp_path, capsys, f
     (tmp_path / "landing" / "f1").mkdir(parents=True)
     code, err = _run(project, monkeypatch, tmp_path, capsys, "stage")
     assert code == 2 and expected in err and err.count("\n") == 1
+
+
+def test_a_second_process_on_the_same_lake_stops_at_once(project, monkeypatch, tmp_path, capsys):
+    """issue 14: two `cdc run` on one lake once died after 44 s in Derby errors; the second now
+    stops before starting Spark, naming the lake and the process that holds it."""
+    import subprocess
+    import sys
+
+    lake = tmp_path / "lake"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from python_udfs.spark import lock_lake;"
+            f" lock_lake(Path({str(lake)!r})); print('locked', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        for feed in ("qlik_ct_demo", "qlik_kafka_demo", "goldengate_demo", "hirdb_demo"):
+            (tmp_path / "landing" / feed).mkdir(parents=True)
+        (tmp_path / "landing" / "linkexpress_demo").mkdir(parents=True)
+        (tmp_path / "landing" / "goldengate_demo" / "dirdef").mkdir()
+        (tmp_path / "landing" / "goldengate_demo" / "dirdef" / "sim.def").write_text("")
+        code, err = _run(project, monkeypatch, tmp_path, capsys, "stage")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert code == 2 and err.count("\n") == 1
+    assert f"{lake.resolve()}: the lake is in use by cdc process {holder.pid}" in err
