@@ -803,8 +803,11 @@ class Stager:
             .select(F.regexp_replace("path", "^file:", "").alias("path"), "content")
         )
         parallelism = max(1, min(len(candidates), spark.sparkContext.defaultParallelism * 2))
+        # Spark's file scan yields no row for a zero-length file: an empty file is read as no
+        # bytes, so it gets its manifest row and is not listed as new on every run
         joined = (
-            cand_df.join(files, "path", "inner")
+            cand_df.join(files, "path", "left")
+            .withColumn("content", F.coalesce("content", F.lit(b"")))
             .drop("path")
             .repartition(parallelism, "source_file")
         )

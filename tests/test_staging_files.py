@@ -88,9 +88,13 @@ def test_growing_dump_is_read_from_where_the_last_run_stopped_and_a_changed_pref
     first = _line(1) + _line(2)
     partial = _line(3)[:40]  # the writer is in the middle of line 3
     dump.write_bytes(first + partial)
+    empty = landing / "k" / "t-1-00000000000000000000.jsonl"
+    empty.write_bytes(b"")  # issue 14: an empty file gets its manifest row, once
 
     cdc(project, "stage", landing=landing, lake=lake)
-    (manifest,) = _raw(lake, "raw_ingested_files")
+    manifests = {m["source_file"]: m for m in _raw(lake, "raw_ingested_files")}
+    assert manifests["k/t-1-00000000000000000000.jsonl"]["rows"] == 0
+    manifest = manifests["k/t-0-00000000000000000000.jsonl"]
     assert (manifest["status"], manifest["byte_start"], manifest["byte_end"]) == (
         "partial",
         0,
@@ -111,7 +115,7 @@ def test_growing_dump_is_read_from_where_the_last_run_stopped_and_a_changed_pref
     assert sorted(r["record_index"] for r in rows) == [1, 2, 3, 4]
 
     cdc(project, "stage", landing=landing, lake=lake)  # nothing new: nothing written
-    assert len(_raw(lake, "raw_ingested_files")) == 2
+    assert len(_raw(lake, "raw_ingested_files")) == 3
 
     dump.write_bytes(
         _line(9) + first[len(_line(9)) :] + _line(3) + _line(4) + _line(5)
