@@ -21,6 +21,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -254,16 +255,50 @@ def scaffold(config: ProjectConfig, log=print) -> int:
     stager.ensure_tables()
     seeds = config.project_dir / "seeds"
     columns_path, tables_path = seeds / "cdc_columns.csv", seeds / "cdc_tables.csv"
-    known = {(f, s, t) for (f, s, t) in config.catalog}
     rows = stager.metadata_rows(stager.committed_batches())
+    new_columns, new_tables, skipped = scaffold_rows(rows, set(config.catalog))
+    for line in skipped:
+        log(f"  skipped {line}")
+    _append_csv(columns_path, CDC_COLUMNS_HEADER, new_columns)
+    _append_csv(tables_path, CDC_TABLES_HEADER, new_tables)
+    log(f"seeds: {len(new_tables)} table(s), {len(new_columns)} column(s) added")
+    config = load_project(config.project_dir, check_paths=False)
+    written = write_typed_models(config)
+    log(f"models: {written} typed model file(s) written under {TYPED_MODELS_DIR}")
+    return 0
+
+
+def scaffold_rows(
+    rows: list[dict[str, Any]], known: set[tuple[str, str, str]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """Turn ``raw_metadata`` rows into new catalog seed rows: ``(columns, tables, skipped)``.
+
+    Tables already in the catalog (``known``: ``(feed, schema, table)``) are left as they are;
+    the latest table version of each new one gives its columns, in ordinal order, with Spark
+    types from :func:`spark_type_for`. A table whose schema, table or a column name cannot be
+    carried into SQL, Jinja or a file name (:func:`python_udfs.config.unsafe_name_reason`) is
+    skipped whole, before anything is appended, with one line in ``skipped`` naming it and why.
+    """
+    from python_udfs.config import unsafe_name_reason
+
     latest: dict[tuple[str, str, str], dict[str, dict]] = {}
     for r in sorted(rows, key=lambda r: (r["table_version"] or 0, r["ingest_batch_id"])):
         key = (r["feed"], r["source_schema"], r["source_table"])
         if key in known or r["column_name"].startswith("header__"):
             continue
         latest.setdefault(key, {})[r["column_name"]] = r
-    new_columns, new_tables = [], []
+    new_columns, new_tables, skipped = [], [], []
     for key, cols in sorted(latest.items()):
+        names = [("schema", key[1]), ("table", key[2])] + [("column", c) for c in cols]
+        problems = [(kind, name, unsafe_name_reason(name)) for kind, name in names]
+        problems = [p for p in problems if p[2]]
+        if problems:
+            kind, name, reason = problems[0]
+            skipped.append(
+                f"{key[0]} {key[1]!r}.{key[2]!r}: {kind} {name[:80]!r} {reason}; declare the "
+                "table in the seeds by hand under a name without it"
+            )
+            continue
         ordered = sorted(cols.values(), key=lambda c: c["ordinal"])
         for i, c in enumerate(ordered, start=1):
             new_columns.append(
@@ -292,13 +327,7 @@ def scaffold(config: ProjectConfig, log=print) -> int:
                 "table_identifier": "",
             }
         )
-    _append_csv(columns_path, CDC_COLUMNS_HEADER, new_columns)
-    _append_csv(tables_path, CDC_TABLES_HEADER, new_tables)
-    log(f"seeds: {len(new_tables)} table(s), {len(new_columns)} column(s) added")
-    config = load_project(config.project_dir, check_paths=False)
-    written = write_typed_models(config)
-    log(f"models: {written} typed model file(s) written under {TYPED_MODELS_DIR}")
-    return 0
+    return new_columns, new_tables, skipped
 
 
 #: Columns of a typed history model after the catalog columns (documented in _marts__docs.md).
@@ -315,8 +344,12 @@ HISTORY_COLUMNS = (
 
 
 def typed_model_name(feed: str, schema: str, table: str) -> str:
-    """Return ``<feed>__<schema>__<table>`` in lower case (DESIGN.md §5)."""
-    return f"{feed}__{schema}__{table}".lower().replace(".", "_").replace(" ", "_")
+    """Return ``<feed>__<schema>__<table>`` in lower case (DESIGN.md §5).
+
+    Every character that is not a letter, digit or underscore becomes ``_`` (a dbt model and
+    file name).
+    """
+    return re.sub(r"\W", "_", f"{feed}__{schema}__{table}".lower())
 
 
 def write_typed_models(config: ProjectConfig) -> int:

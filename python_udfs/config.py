@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,31 @@ CDC_TABLES_HEADER = ["feed", "source_schema", "source_table", "table_identifier"
 
 class ConfigError(Exception):
     """A configuration mistake: the message names the file and the fix."""
+
+
+#: Characters a feed, schema, table or column name may not hold: quotes, backticks and
+#: backslashes (SQL literals and identifiers), ``;``, Jinja's braces, control characters
+#: (newlines). Names reach generated model files, Jinja and Spark SQL. (``#``, ``$`` and ``%``
+#: are fine: Oracle names use them, and Jinja needs a brace before them.)
+_UNSAFE_NAME = re.compile(r"['\"`\\;{}\x00-\x1f\x7f]")
+#: Longest name accepted (characters); typed model and file names are built from three.
+MAX_NAME_LENGTH = 128
+
+
+def unsafe_name_reason(name: str) -> str | None:
+    """Return why ``name`` cannot be a feed, schema, table or column name, or None when it can.
+
+    Any letter (Japanese included), digit, space and most punctuation are fine; see
+    :data:`_UNSAFE_NAME` and :data:`MAX_NAME_LENGTH`.
+    """
+    if not name:
+        return "is empty"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"is {len(name)} characters long (at most {MAX_NAME_LENGTH})"
+    bad = _UNSAFE_NAME.search(name)
+    if bad:
+        return f"holds {bad.group(0)!r}, which SQL, Jinja or a file name cannot carry"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +148,11 @@ def load_project(
     feeds: dict[str, FeedConfig] = {}
     for name, spec in feeds_var.items():
         where = f"{project_file}: vars.cdc_feeds.{name}"
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", str(name)):
+            raise ConfigError(
+                f"{where}: a feed name is letters, digits and underscores (at most 64, not "
+                "starting with a digit): it names raw rows, typed models and files."
+            )
         if not isinstance(spec, Mapping):
             raise ConfigError(f"{where} must be a mapping with format, path and options.")
         fmt = spec.get("format")
@@ -279,6 +310,14 @@ def load_catalog(seeds_dir: Path, feeds: Mapping[str, FeedConfig]):
     spark_types: dict[tuple[str, str, str], dict[str, str]] = {}
     for line, row in enumerate(_read_seed(columns_path, CDC_COLUMNS_HEADER), start=2):
         key = (row["feed"], row["source_schema"], row["source_table"])
+        for field_name in ("feed", "source_schema", "source_table", "column_name"):
+            reason = unsafe_name_reason(row[field_name])
+            if reason:
+                raise ConfigError(
+                    f"{columns_path}:{line}: {field_name} {row[field_name]!r} {reason}. Rename "
+                    "it in the seed (and map the source name in the feed's options), or remove "
+                    "the row."
+                )
         column = MetadataColumn(
             source_schema=row["source_schema"],
             source_table=row["source_table"],

@@ -161,3 +161,75 @@ def test_a_second_process_on_the_same_lake_stops_at_once(project, monkeypatch, t
         holder.wait()
     assert code == 2 and err.count("\n") == 1
     assert f"{lake.resolve()}: the lake is in use by cdc process {holder.pid}" in err
+
+
+HOSTILE_NAMES = ["O'BRIEN", 'say "hi"', "back`tick", "a;drop", "two\nlines", "{{ 7*7 }}", "x" * 300]
+
+
+def test_scaffold_skips_tables_whose_names_cannot_reach_sql_and_keeps_the_others():
+    """issue 14: names from the data (a Kafka MD message, a Qlik folder, a sourcedefs file)
+    with quotes, backticks, `;`, a newline, Jinja braces or 300 characters once crashed
+    `cdc scaffold` halfway or broke the dbt parse; each such table is skipped with one line,
+    before anything is appended, and the other tables are scaffolded."""
+    from python_udfs.cli import scaffold_rows, typed_model_name
+
+    def column(table, name, ordinal, schema="S"):
+        return {
+            "feed": "k",
+            "source_schema": schema,
+            "source_table": table,
+            "column_name": name,
+            "ordinal": ordinal,
+            "source_type": "STRING",
+            "length": None,
+            "precision": None,
+            "scale": None,
+            "primary_key_position": 1 if ordinal == 1 else 0,
+            "nullable": True,
+            "table_version": 1,
+            "ingest_batch_id": "b1",
+        }
+
+    rows = [column("GOOD", "ID", 1), column("顧客", "番号", 1), column("GOOD", "EMP#", 2)]
+    for i, name in enumerate(HOSTILE_NAMES):
+        rows += [column(f"T{i}", "ID", 1), column(f"T{i}", name, 2)]  # a hostile column
+        rows += [column(name, "ID", 1)]  # a hostile table
+    rows += [column("T", "ID", 1, schema="S'; --")]
+    columns, tables, skipped = scaffold_rows(rows, known=set())
+    assert [(t["source_schema"], t["source_table"]) for t in tables] == [
+        ("S", "GOOD"),
+        ("S", "顧客"),
+    ]
+    assert {c["column_name"] for c in columns} == {"ID", "EMP#", "番号"}
+    assert len(skipped) == 2 * len(HOSTILE_NAMES) + 1 and all("\n" not in s for s in skipped)
+    assert typed_model_name("k", "S", "顧客") == "k__s__顧客"
+    assert typed_model_name("k", "S.X", "A-B C") == "k__s_x__a_b_c"
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_a_seed_row_with_a_name_sql_cannot_carry_names_its_line(
+    project, monkeypatch, tmp_path, capsys, name
+):
+    write_seeds(
+        project,
+        [
+            {
+                "feed": "f",
+                "source_schema": "S",
+                "source_table": name,
+                "column_name": "ID",
+                "ordinal": 1,
+                "source_type": "STRING",
+                "length": "",
+                "precision": "",
+                "scale": "",
+                "primary_key_position": 1,
+                "nullable": "false",
+                "spark_type": "string",
+            }
+        ],
+        [],
+    )
+    code, err = _run(project, monkeypatch, tmp_path, capsys, "sql", "select 1")
+    assert code == 2 and err.count("\n") == 1
+    assert "cdc_columns.csv:2: source_table" in err and "Rename it in the seed" in err
