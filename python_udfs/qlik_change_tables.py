@@ -179,22 +179,37 @@ def _field_regex(d: CsvDialect) -> re.Pattern[bytes]:
     )
 
 
-def split_records(data: bytes, d: CsvDialect):
+def split_records(data: bytes, d: CsvDialect, field_count: list[int | None] | None = None):
     """Yield ``(offset, end, fields | None, error)`` for each record of a delimited file.
 
     ``fields`` is a list of ``(raw_bytes, was_quoted)``; on a syntax error it is ``None`` and
     ``error`` names the problem; the generator then resynchronises at the next record
-    delimiter (an unterminated quote rejects to the end of the file). Offsets are bytes.
+    delimiter. Offsets are bytes. ``field_count`` holds (in its one element, which the caller
+    may set while reading) the number of fields a record has: once known, a record whose
+    quote runs over its line and which then does not have that many fields is an unclosed
+    quote: its first line is rejected and reading resumes at the next line, so one bad quote
+    does not swallow the valid records after it. An unclosed quote in the last line (a file
+    still being written) rejects to the end of the file as a truncated record.
     """
     pattern = _field_regex(d)
     q, rd = d.quote_char, d.record_delimiter
     pos, size = 0, len(data)
+
+    def line_end(start: int) -> int:
+        nxt = data.find(rd, start)
+        return size if nxt == -1 else nxt + len(rd)
+
     while pos < size:
         start, fields = pos, []
         while True:
             match = pattern.match(data, pos)
             if match is None:
                 if data.startswith(q, pos) and data.count(q, pos) % 2 == 1:
+                    end = line_end(start)
+                    if field_count and field_count[0] is not None and end < size:
+                        yield start, end, None, "quote not closed on its line"
+                        pos = end
+                        break
                     yield start, size, None, "unterminated quoted field (truncated record)"
                     return
                 nxt = data.find(rd, pos)
@@ -221,6 +236,16 @@ def split_records(data: bytes, d: CsvDialect):
             if delim != d.field_delimiter:
                 if delim == b"" and pos == start:
                     return
+                expected = field_count[0] if field_count else None
+                if (
+                    expected is not None
+                    and len(fields) != expected
+                    and data.find(rd, start, pos - len(delim)) != -1
+                ):
+                    end = line_end(start)
+                    yield start, end, None, "quote not closed on its line"
+                    pos = end
+                    break
                 yield start, pos, fields, None
                 break
 
@@ -296,7 +321,8 @@ def decode_change_table_file(
         return _decode_parquet(data, result, schema, table, is_load, columns, catalog_columns, opts)
 
     dialect = _dialect(opts, dfm)
-    records = split_records(data, dialect)
+    field_count: list[int | None] = [None]  # set once the layout is known
+    records = split_records(data, dialect, field_count)
     header_names: list[str] | None = None
     mode = opts["csv_header_row"]
     first = next(records, None)
@@ -345,6 +371,7 @@ def decode_change_table_file(
         ]
 
     layout = _Layout.build(columns, opts, is_load)
+    field_count[0] = len(layout.columns)
     seen: dict[tuple[str, str], int] = {}
     ends: dict[int, int] = {}
     index = 0

@@ -184,3 +184,19 @@ def test_table_from_path():
         "SAMPLE",
         False,
     )
+
+
+def test_an_unclosed_quote_rejects_its_line_and_the_next_records_still_land():
+    """issue 14: a row whose quote is never closed once swallowed the 18 valid rows after it
+    into one reject; it is rejected up to the next line, which parses as a record."""
+    rows = [
+        f'2024010510150012000000000000000{600 + n:04d},I,,,INSERT,,2024-01-05 10:15:00,{n},"N{n}","C{n}"\n'
+        for n in range(1, 20)
+    ]
+    broken = '20240105101500120000000000000000599,I,,,INSERT,,2024-01-05 10:15:00,99,"Ann,"Oslo"\n'
+    data = (rows[0] + broken + "".join(rows[1:])).encode()
+    result = decode_change_table_file(data, file_name="S.T__ct/x.csv", sidecar=PAIRING_DFM)
+    assert [r["data"]["ID"] for r in result.rows] == [str(n) for n in range(1, 20)]
+    (reject,) = result.rejects
+    assert data[reject.offset : reject.offset + reject.length] == broken.encode()
+    assert reject.reason == "bad_quoting"
