@@ -219,6 +219,19 @@ def topic_of(file_name: str) -> str:
     return match.group("topic") if match else stem
 
 
+def stream_of(file_name: str) -> tuple[str, int, int] | None:
+    """Return ``(topic, partition, first offset)`` of a dump file.
+
+    The name is ``<topic>-<partition>-<20-digit offset>.<ext>``; other names give None.
+    """
+    stem = file_name.replace("\\", "/").rsplit("/", 1)[-1]
+    stem = re.sub(r"\.(jsonl|json|lpv|avro)(\.gz)?$", "", stem, flags=re.IGNORECASE)
+    match = _DUMP_NAME_RE.match(stem)
+    if not match:
+        return None
+    return match.group("topic"), int(match.group("partition")), int(match.group("offset"))
+
+
 def _frames(
     data: bytes, file_name: str, start: int, start_index: int, final: bool
 ) -> Iterator[tuple[int, int, int, bytes | None, str | None]]:

@@ -305,6 +305,27 @@ def superseded_sqltxt(paths: list[Path]) -> set[Path]:
     return {p for p in paths if p.name < latest[(p.parent, hirdb_update_sql.stream_of(p.name))]}
 
 
+def superseded_dumps(paths: list[Path]) -> set[Path]:
+    """Return the Kafka dumps that a later dump of the same topic partition follows.
+
+    A dump named ``<topic>-<partition>-<offset>`` holds the messages from that offset on; once
+    a dump with a higher first offset of the same partition exists, the consumer writes the
+    older one no more: it is complete, its undecodable tail is a reject (a broken frame, random
+    bytes) and a last line without a newline is a message (issue 14).
+    """
+    latest: dict[tuple[Path, str, int], int] = {}
+    streams = {p: qlik_kafka.stream_of(p.name) for p in paths}
+    for path, stream in streams.items():
+        if stream is not None:
+            key = (path.parent, stream[0], stream[1])
+            latest[key] = max(latest.get(key, -1), stream[2])
+    return {
+        p
+        for p, stream in streams.items()
+        if stream is not None and stream[2] < latest[(p.parent, stream[0], stream[1])]
+    }
+
+
 def rolled_over_trails(paths: list[Path]) -> set[Path]:
     """Return the trail files that a later sequence number of the same trail follows.
 
@@ -662,6 +683,8 @@ class Stager:
                 if feed.format == goldengate_trail.FORMAT
                 else superseded_sqltxt(paths)
                 if feed.format == hirdb_update_sql.FORMAT
+                else superseded_dumps(paths)
+                if feed.format == qlik_kafka.FORMAT
                 else set()
             )
             for path in paths:

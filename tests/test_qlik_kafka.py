@@ -372,3 +372,40 @@ def test_json_nested_too_deeply_is_a_reject_not_a_crash():
     )
     assert [r.reason for r in result.rejects] == ["invalid_json"]
     assert [r["data"] for r in result.rows] == [{"K": "1"}]
+
+
+def test_a_dump_is_final_once_a_later_dump_of_its_partition_exists(tmp_path):
+    """issue 14: Kafka dumps were never final, so a broken frame held the frames after it
+    forever and a last line without a newline stayed pending. A later dump of the same topic
+    partition makes a dump final: its broken tail is one reject, its last line a message."""
+    from python_udfs.staging import superseded_dumps
+
+    names = [
+        "t-0-00000000000000000000.lpv",
+        "t-0-00000000000000000010.lpv",
+        "t-1-00000000000000000000.lpv",
+        "u-0-00000000000000000000.jsonl",
+        "item_master_update_16_columns.jsonl",
+    ]
+    paths = [tmp_path / n for n in names]
+    assert superseded_dumps(paths) == {paths[0]}
+
+    message = _dt({}, {"A": 1, "B": "b", "C": "c"})
+    frame = struct.pack(">I", len(message)) + message
+    corrupt = frame + struct.pack(">I", 10**9) + frame * 10  # a length corrupted mid-file
+    held = decode_dump_file(
+        corrupt, file_name=names[0], catalog=_three_column_catalog(), final=False
+    )
+    assert len(held.rows) == 1 and not held.rejects and held.consumed_end == len(frame)
+    final = decode_dump_file(
+        corrupt, file_name=names[0], catalog=_three_column_catalog(), final=True
+    )
+    assert len(final.rows) == 1
+    assert [(r.offset, r.offset + r.length, r.reason) for r in final.rejects] == [
+        (len(frame), len(corrupt), "truncated_frame")
+    ]
+    no_newline = message + b"\n" + message
+    last = decode_dump_file(
+        no_newline, file_name=names[3], catalog=_three_column_catalog(), final=True
+    )
+    assert len(last.rows) == 2 and last.consumed_end == len(no_newline)
