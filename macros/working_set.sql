@@ -77,6 +77,7 @@
                 source_file,
                 byte_start,
                 rows,
+                status,
                 regexp_extract(source_file, '[^/]+$', 0) as file_name
             from {{ source('cdc', 'raw_ingested_files') }}
             where ingest_batch_id != '00000000T000000000000'
@@ -115,6 +116,7 @@
                     = regexp_replace(applied_files.file_name, '\\.[0-9]+$', '')
             where
                 new_files.byte_start = 0
+                and new_files.status != 'duplicate'  -- a re-delivery is not read
                 and applied_files.file_name > new_files.file_name
                 and new_files.feed in ({{ ordered_feeds | join(', ') }})
         ),

@@ -251,6 +251,15 @@ class Candidate:
     expected_prefix_sha256: str | None
     sidecar: str | None
     is_final: bool = False
+    duplicate_of: str | None = (
+        None  # a file already ingested (or earlier in this batch) with the same bytes
+    )
+
+
+#: Formats whose change positions are file names and offsets: the same bytes under another
+#: name would be applied twice, so a re-delivered file is recognised by its content (DESIGN.md
+#: §6.5). Qlik rows carry their change sequence and GoldenGate records their trail position.
+DEDUPLICATED_BY_CONTENT = (hirdb_update_sql.FORMAT, linkexpress_extract.FORMAT)
 
 
 @dataclass(slots=True)
@@ -439,6 +448,7 @@ def file_outputs(
     """
     feed, source_file, start = candidate["feed"], candidate["source_file"], candidate["start"]
     size = len(content)
+    duplicate_of = candidate.get("duplicate_of")
     manifest = {
         "feed": feed,
         "source_file": source_file,
@@ -451,6 +461,19 @@ def file_outputs(
         "message": None,
     }
     out: list[dict] = []
+    if duplicate_of:  # the same bytes as a file applied before: counted, not applied again
+        manifest.update(
+            sha256=hashlib.sha256(content).hexdigest(),
+            byte_end=size,
+            prefix_sha256=None,
+            record_index_end=candidate["start_index"],
+            rows=0,
+            rejects=0,
+            reject_bytes=0,
+            status="duplicate",
+            message=f"same bytes as {duplicate_of}: delivered again, not applied again",
+        )
+        return [{"kind": "raw_ingested_files", "raw_ingested_files": manifest}]
 
     def reject_row(rej: Reject) -> dict:
         return {
@@ -687,6 +710,11 @@ class Stager:
                 if feed.format == qlik_kafka.FORMAT
                 else set()
             )
+            duplicates = (
+                self.redeliveries(feed.name, paths, manifest)
+                if feed.format in DEDUPLICATED_BY_CONTENT
+                else {}
+            )
             for path in paths:
                 summary.files_seen += 1
                 stat = path.stat()
@@ -724,10 +752,47 @@ class Stager:
                         expected,
                         sidecar,
                         path in rolled_over,
+                        duplicates.get(path),
                     )
                 )
             self.log(f"  {feed.name} ({feed.format}): {new} new file(s), {grown} grown or changed")
         return candidates
+
+    def redeliveries(
+        self,
+        feed: str,
+        paths: list[Path],
+        manifest: Mapping[tuple[str, str], Mapping[str, Any]],
+    ) -> dict[Path, str]:
+        """Map each new file of ``feed`` that repeats the bytes of an earlier file to that file.
+
+        An earlier file is a complete file ingested before, or a new file earlier in name
+        order; it is named by its ``source_file``. Only files whose size equals such a file's size are read and hashed (SHA-256), so a
+        batch of new files of distinct sizes costs no extra read.
+        """
+        complete: dict[int, dict[str, str]] = {}  # size -> sha256 -> source_file
+        for (f, source_file), m in manifest.items():
+            if f == feed and m["status"] == "ingested" and m["byte_end"] == m["file_size"]:
+                complete.setdefault(m["file_size"], {})[m["sha256"]] = source_file
+        new = [p for p in paths if (feed, self._relative(p)) not in manifest]
+        sizes: dict[int, int] = {}
+        for path in new:
+            sizes[path.stat().st_size] = sizes.get(path.stat().st_size, 0) + 1
+        out: dict[Path, str] = {}
+        for path in new:
+            size = path.stat().st_size
+            if size == 0 or (size not in complete and sizes[size] < 2):
+                continue
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            known = complete.setdefault(size, {})
+            if digest in known:
+                out[path] = known[digest]
+            else:
+                known[digest] = self._relative(path)
+        return out
+
+    def _relative(self, path: Path) -> str:
+        return path.relative_to(self.config.landing_root).as_posix()
 
     def contexts(
         self, kafka_metadata: list[tuple[MetadataColumn, str]]
@@ -814,6 +879,7 @@ class Stager:
                 ("expected_prefix_sha256", STR),
                 ("sidecar", STR),
                 ("is_final", BOOL),
+                ("duplicate_of", STR),
             ]
         )
         cand_df = spark.createDataFrame(

@@ -127,3 +127,61 @@ def test_growing_dump_is_read_from_where_the_last_run_stopped_and_a_changed_pref
     (reject,) = _raw(lake, "raw_rejects")
     assert reject["reason"] == "prefix_changed" and reject["record_offset"] == 0
     assert len(_raw(lake, "raw_qlik_kafka")) == 4  # nothing from the changed file was ingested
+
+
+def test_a_file_delivered_again_under_another_name_is_counted_not_applied(tmp_path):
+    """issue 14, DESIGN.md §6.5: the same HiRDB or Linkexpress bytes under another name were
+    applied twice (their positions are file name and offset). A new file that repeats a
+    complete file ingested before, or a new file earlier in name order, is marked a
+    duplicate: its manifest row says so and nothing of it is decoded."""
+    import hashlib
+    from dataclasses import asdict
+
+    from python_udfs.config import FeedConfig, ProjectConfig
+    from python_udfs.staging import Stager, StageSummary, file_outputs
+
+    landing = tmp_path / "landing"
+    feed_dir = landing / "h"
+    feed_dir.mkdir(parents=True)
+    first = b'/* 2024-02-01 09:00:00 */ DELETE FROM "S"."T" WHERE "K"=7;\nCOMMIT;\n'
+    other = first.replace(b"7", b"8")  # same size, other bytes: not a duplicate
+    (feed_dir / "SQLTXT_SV1_DST1.001").write_bytes(first)
+    (feed_dir / "SQLTXT_SV1_DST1.002").write_bytes(first)  # re-delivered in the same batch
+    (feed_dir / "SQLTXT_SV1_DST1.003").write_bytes(other)
+    (feed_dir / "SQLTXT_SV1_DST1.004").write_bytes(first + b"\n")  # another size
+    (feed_dir / "SQLTXT_SV1_DST1.005").write_bytes(b"")
+    config = ProjectConfig(
+        project_dir=tmp_path,
+        landing_root=landing,
+        lake_root=tmp_path / "lake",
+        feeds={"h": FeedConfig("h", "hirdb_update_sql", feed_dir)},
+        catalog={},
+        spark_types={},
+        table_identifiers={},
+    )
+    stager = Stager(None, config, lambda *_: None)
+    candidates = {c.source_file: c for c in stager.plan({}, StageSummary("b1"))}
+    assert {k: c.duplicate_of for k, c in candidates.items() if c.duplicate_of} == {
+        "h/SQLTXT_SV1_DST1.002": "h/SQLTXT_SV1_DST1.001"
+    }
+    ingested = {  # a later batch: .001 was ingested whole before, a copy lands as .006
+        ("h", "h/SQLTXT_SV1_DST1.001"): {
+            "status": "ingested",
+            "byte_end": len(first),
+            "file_size": len(first),
+            "sha256": hashlib.sha256(first).hexdigest(),
+            "mtime_us": 0,
+            "byte_start": 0,
+            "prefix_sha256": None,
+            "record_index_end": 2,
+        }
+    }
+    (feed_dir / "SQLTXT_SV1_DST1.006").write_bytes(first)
+    later = {c.source_file: c for c in stager.plan(ingested, StageSummary("b2"))}
+    assert later["h/SQLTXT_SV1_DST1.006"].duplicate_of == "h/SQLTXT_SV1_DST1.001"
+    candidate = asdict(later["h/SQLTXT_SV1_DST1.006"])
+    out = file_outputs(candidate, first, {"options": {}, "catalog": {}})
+    assert [o["kind"] for o in out] == ["raw_ingested_files"]
+    manifest = out[0]["raw_ingested_files"]
+    assert manifest["status"] == "duplicate" and manifest["rows"] == 0
+    assert "h/SQLTXT_SV1_DST1.001" in manifest["message"]
