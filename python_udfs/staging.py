@@ -256,10 +256,13 @@ class Candidate:
     )
 
 
-#: Formats whose change positions are file names and offsets: the same bytes under another
-#: name would be applied twice, so a re-delivered file is recognised by its content (DESIGN.md
-#: §6.5). Qlik rows carry their change sequence and GoldenGate records their trail position.
-DEDUPLICATED_BY_CONTENT = (hirdb_update_sql.FORMAT, linkexpress_extract.FORMAT)
+#: Formats whose change positions are file names and offsets and whose content identifies
+#: its changes: a HiRDB statement carries its update time, so the same bytes under another
+#: name are a re-delivery, recognised by content (DESIGN.md §6.5). Qlik rows carry their change
+#: sequence and GoldenGate records their trail position. Linkexpress records carry no time: an
+#: empty full extract (``FFFF``) landing twice in a table's folder is two truncates, so equal
+#: bytes do not prove a re-delivery there and its files are not deduplicated by content.
+DEDUPLICATED_BY_CONTENT = (hirdb_update_sql.FORMAT,)
 
 
 @dataclass(slots=True)
