@@ -314,13 +314,15 @@ def write_trails(sim, tables, folder: Path, options: Mapping[str, Any] | None = 
     the roll-over; ``prefix`` (default ``aa``) the file names. ``compressed_updates: true``
     writes an UPDATE's before image with its key columns only, as Oracle does without full
     supplemental logging (the after image always carries the key and the changed columns).
+    ``unified_updates`` (default: true for TDR style) writes updates as unified records
+    (IOType 134/135) also with a sourcedefs file: a 12.2-style trail without TDRs.
     ``segment_bytes: n`` writes every 'D' area longer than n bytes as segmented records (the
     LOB case: Continued = Y until the last segment).
     """
     opts = dict(options or {})
     order = "<" if opts.get("byte_order") == "little" else ">"
     metadata = "sourcedefs" if opts.get("definitions") else "tdr"
-    unified = metadata == "tdr"
+    unified = bool(opts.get("unified_updates", metadata == "tdr"))
     folder.mkdir(parents=True, exist_ok=True)
     if metadata == "sourcedefs":
         (folder / "dirdef").mkdir(exist_ok=True)

@@ -290,7 +290,8 @@ def test_a_trail_without_tdrs_or_sourcedefs_decodes_from_the_catalog_seed(tc, tm
     without = decode_trail_file(data, file_name="tc000000", final=True)
     assert not without.rows  # no metadata at all: every record is a reject
 
-    options = {"byte_order": "little", "definitions": "dirdef/sim.def"}
+    # 12.2 style (unified updates), little-endian, without TDRs: tables named in the headers
+    options = {"byte_order": "little", "definitions": "dirdef/sim.def", "unified_updates": True}
     write_feed(simulate(seed=3, truncate_every=12), "goldengate_trail", tmp_path, options)
     sim_defs, _ = parse_sourcedefs((tmp_path / "dirdef" / "sim.def").read_text(encoding="utf-8"))
     # the simulated database's seed rows, as the demo ships them (DATE columns: spark_type date)
@@ -306,12 +307,16 @@ def test_a_trail_without_tdrs_or_sourcedefs_decodes_from_the_catalog_seed(tc, tm
     assert set(sim_catalog) == set(sim_defs)
     trails = sorted(p for p in tmp_path.iterdir() if p.is_file() and p.name.startswith("aa"))
     assert trails
+    unified = 0
     for path in trails:
         raw = path.read_bytes()
         expected = decode_trail_file(raw, file_name=path.name, definitions=sim_defs, final=True)
         decoded = decode_trail_file(raw, file_name=path.name, definitions=sim_catalog, final=True)
         assert expected.rows and not expected.rejects and not decoded.rejects
         assert _rows(decoded) == _rows(expected)
+        assert not any(r["io_type"] == 170 for r in expected.rows)  # no TDR record
+        unified += sum(r["io_type"] in (134, 135) for r in expected.rows)
+    assert unified  # updates are unified records
 
 
 @pytest.mark.parametrize("style", ["tdr", "sourcedefs"])
