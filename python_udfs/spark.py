@@ -22,7 +22,9 @@ def spark_conf(lake_root: Path) -> dict[str, str]:
     The Hive metastore is embedded Derby at ``<lake_root>/metastore_db`` and the warehouse is
     ``<lake_root>/warehouse``. Small local settings suit a 2-core, 24 GiB machine: 4 shuffle
     partitions, 2 GiB driver memory (``CDC_SPARK_DRIVER_MEMORY`` overrides), no UI. Timestamps
-    are UTC and ANSI mode is off, as dbt-spark sets it.
+    are UTC and ANSI mode is off, as dbt-spark sets it. ``CDC_SPARK_JAVA_OPTIONS`` adds JVM
+    options to the driver (for example ``-XX:StartFlightRecording=filename=run.jfr`` to profile
+    a run with Java Flight Recorder).
     """
     lake = lake_root.resolve()
     return {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -22,21 +21,16 @@ def samples() -> Path:
 
 
 @pytest.fixture(scope="session")
-def uninterrupted_run(tmp_path_factory):
-    """The crash workload (seed 23) landed at once and built by one uninterrupted ``cdc run``:
-    ``(src, marts)``. The crash test lands the same files in rounds and kills its runs; the
-    Thrift Server test builds them through the server. Both must reach these marts (rounds and
-    one batch build the same marts: test_end_to_end's oracle checks that)."""
-    from tests.spark_project import cdc
-    from tests.test_crash_safety import _marts, _project, write_workloads
+def clean_run(tmp_path_factory):
+    """The crash workload (seed 23) landed at once and built cleanly, in one batch, through a
+    loopback Spark Thrift Server: ``(src, marts, simulations, dbt output)``
+    (:func:`tests.test_thrift_server.build_through_thrift`). The Thrift test checks it against
+    the simulated databases; the crash test lands the same files in rounds, kills its runs,
+    and must reach the same marts (rounds and one batch build the same marts: the oracle
+    checks that)."""
+    from tests.test_thrift_server import build_through_thrift
 
-    root = tmp_path_factory.mktemp("uninterrupted")
-    src, landing, lake = root / "src", root / "landing", root / "lake"
-    write_workloads(src, seed=23)
-    project = _project(root, landing)
-    shutil.copytree(src, landing, dirs_exist_ok=True)
-    cdc(project, "run", landing=landing, lake=lake)
-    return src, _marts(project, landing, lake)
+    return build_through_thrift(tmp_path_factory.mktemp("clean"))
 
 
 @pytest.fixture(scope="session")

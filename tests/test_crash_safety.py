@@ -1,5 +1,6 @@
 """Kill-and-rerun: a `cdc run` killed at any point and started again builds the same marts as
-an uninterrupted run (DESIGN.md §6.5): nothing duplicated, nothing lost.
+an uninterrupted build of the same files (one batch, through the Thrift Server: the
+``clean_run`` fixture) (DESIGN.md §6.5): nothing duplicated, nothing lost.
 
 Real runs are killed with SIGKILL (the whole process group: Python, dbt and the Spark JVM)
 when their output reaches a chosen point: while staging decodes, and before each of the
@@ -50,8 +51,9 @@ KILLS = [
 ]
 
 
-def write_workloads(src: Path, seed: int) -> None:
-    """Write each feed's simulated workload (truncates where the format carries them)."""
+def write_workloads(src: Path, seed: int) -> dict:
+    """Write each feed's simulated workload (truncates where the format carries them); return
+    each feed's simulation."""
     sims = {
         "qlik_kafka": simulate(seed=seed),
         "goldengate_trail": simulate(seed=seed, truncate_every=9),
@@ -59,6 +61,7 @@ def write_workloads(src: Path, seed: int) -> None:
     }
     for name, (fmt, options) in FEEDS.items():
         write_feed(sims[fmt], fmt, src / name, options)
+    return {name: sims[fmt] for name, (fmt, _options) in FEEDS.items()}
 
 
 def _killed_run(project: Path, landing: Path, lake: Path, marker: str) -> None:
@@ -133,8 +136,8 @@ def _project(root: Path, landing: Path) -> Path:
     return project
 
 
-def test_runs_killed_at_any_point_and_rerun_build_the_same_marts(tmp_path, uninterrupted_run):
-    src, uninterrupted = uninterrupted_run
+def test_runs_killed_at_any_point_and_rerun_build_the_same_marts(tmp_path, clean_run):
+    src, uninterrupted, _sims, _output = clean_run
     landing, lake = tmp_path / "landing", tmp_path / "lake"
     project = _project(tmp_path, landing)
     rounds = _rounds(src)
