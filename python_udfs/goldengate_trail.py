@@ -594,34 +594,24 @@ class _Segments:
                 whole = _Trail(joined, state.order, state.u16, state.u32, state.seqno, state.tables)
                 _images(whole, row, table, 0, len(joined), opts)
             except (_Bad, ValueError, IndexError, ArithmeticError, struct.error) as exc:
-                result.rejects.append(
-                    Reject.of(
-                        data,
-                        self.start,
-                        end,
-                        self.index,
-                        "bad_record",
-                        f"reassembled segmented record does not parse: {exc}",
-                    )
-                )
+                message = f"reassembled segmented record does not parse: {exc}"
+                self.reject(data, result, end, "bad_record", message)
                 result.consumed_end = end
                 return None, self.start
         row["record_index"] = self.index
         row["continued"] = 0
         return row, self.start
 
-    def reject(self, data: bytes, result: DecodeResult, end: int, reason: str) -> None:
+    def reject(
+        self,
+        data: bytes,
+        result: DecodeResult,
+        end: int,
+        reason: str,
+        message: str = "segmented record (Continued = Y) without its last segment",
+    ) -> None:
         """Reject the segments read so far, ``[start, end)``."""
-        result.rejects.append(
-            Reject.of(
-                data,
-                self.start,
-                end,
-                self.index,
-                reason,
-                "segmented record (Continued = Y) without its last segment",
-            )
-        )
+        result.rejects.append(Reject.of(data, self.start, end, self.index, reason, message))
 
 
 def _reject_orphan(

@@ -22,6 +22,7 @@ macro ``register_raw_tables`` registers them as external tables at the start of 
 from __future__ import annotations
 
 import datetime as dt
+import collections
 import hashlib
 import os
 import shutil
@@ -777,13 +778,10 @@ class Stager:
         for (f, source_file), m in manifest.items():
             if f == feed and m["status"] == "ingested" and m["byte_end"] == m["file_size"]:
                 complete.setdefault(m["file_size"], {})[m["sha256"]] = source_file
-        new = [p for p in paths if (feed, self._relative(p)) not in manifest]
-        sizes: dict[int, int] = {}
-        for path in new:
-            sizes[path.stat().st_size] = sizes.get(path.stat().st_size, 0) + 1
+        new = {p: p.stat().st_size for p in paths if (feed, self._relative(p)) not in manifest}
+        sizes = collections.Counter(new.values())
         out: dict[Path, str] = {}
-        for path in new:
-            size = path.stat().st_size
+        for path, size in new.items():
             if size == 0 or (size not in complete and sizes[size] < 2):
                 continue
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
