@@ -21,8 +21,8 @@ macro ``register_raw_tables`` registers them as external tables at the start of 
 
 from __future__ import annotations
 
-import datetime as dt
 import collections
+import datetime as dt
 import hashlib
 import os
 import shutil
