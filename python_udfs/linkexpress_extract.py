@@ -674,7 +674,7 @@ def _digit_texts(digits: np.ndarray, negative: np.ndarray, scale: int) -> list[s
     return [_scaled(t, neg, scale) for t, neg in zip(texts, negative.tolist(), strict=True)]
 
 
-def candidate_layouts(opts: Mapping[str, Any], full_extract_file: bool) -> list[Layout]:
+def candidate_layouts(opts: Mapping[str, Any]) -> list[Layout]:
     """List the layouts to try on the first records, most likely first (from the options).
 
     ``unit: group`` tries the group layouts (D, E), ``unit: table`` the table layouts (C for a
@@ -703,7 +703,9 @@ def candidate_layouts(opts: Mapping[str, Any], full_extract_file: bool) -> list[
                 for basis in bases:
                     group.append(Layout("D" if null else "E", little, order, null, basis))
     table: list[Layout] = []
-    letters = ["C", "A"] if str(opts["difftype"]).lower() == "jnl" and not full_extract_file else []
+    # a JNL feed's one-table files are JNL differentials (C) or full extracts (A): C rejects a
+    # full-extract operation, so the records decide between them
+    letters = ["C", "A"] if str(opts["difftype"]).lower() == "jnl" else []
     for order in orders:
         for little in logtypes:
             for null in nulls:
@@ -864,7 +866,7 @@ def decode_extract_file(
     # the first tried).
     best_score = -1
     for candidate_tables, candidate_items in variants:
-        candidate, score = _settle_layout(data, opts, candidate_tables, candidate_items, False)
+        candidate, score = _settle_layout(data, opts, candidate_tables, candidate_items)
         if score > best_score:
             layout, tables, file_items, best_score = (
                 candidate,
@@ -964,7 +966,6 @@ def _settle_layout(
     opts: Mapping[str, Any],
     tables: Mapping[int, tuple[tuple[str, str], list[Item]]],
     file_items: list[Item] | None,
-    full_extract_file: bool,
     probe: int = 50,
 ) -> tuple[Layout, int]:
     """Settle the ``auto`` layout options.
@@ -976,9 +977,9 @@ def _settle_layout(
     """
     candidates = [
         layout
-        for layout in candidate_layouts(opts, full_extract_file)
+        for layout in candidate_layouts(opts)
         if file_items is not None or layout.letter in "DE"  # table layouts need the table
-    ] or candidate_layouts(opts, full_extract_file)
+    ] or candidate_layouts(opts)
     best, best_score = candidates[0], 0
     for layout in candidates:
         reader = _File(data, layout, tables, file_items, str(opts["zoned_sign"]))
