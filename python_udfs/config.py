@@ -314,9 +314,8 @@ def load_catalog(seeds_dir: Path, feeds: Mapping[str, FeedConfig]):
             reason = unsafe_name_reason(row[field_name])
             if reason:
                 raise ConfigError(
-                    f"{columns_path}:{line}: {field_name} {row[field_name]!r} {reason}. Rename "
-                    "it in the seed (and map the source name in the feed's options), or remove "
-                    "the row."
+                    f"{columns_path}:{line}: {field_name} {row[field_name]!r} {reason}. Remove "
+                    "the row: such names are not supported yet (their records stay rejects)."
                 )
         column = MetadataColumn(
             source_schema=row["source_schema"],

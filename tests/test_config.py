@@ -232,4 +232,4 @@ def test_a_seed_row_with_a_name_sql_cannot_carry_names_its_line(
     )
     code, err = _run(project, monkeypatch, tmp_path, capsys, "sql", "select 1")
     assert code == 2 and err.count("\n") == 1
-    assert "cdc_columns.csv:2: source_table" in err and "Rename it in the seed" in err
+    assert "cdc_columns.csv:2: source_table" in err and "Remove the row" in err
