@@ -295,8 +295,8 @@ def scaffold_rows(
         if problems:
             kind, name, reason = problems[0]
             skipped.append(
-                f"{key[0]} {key[1]!r}.{key[2]!r}: {kind} {name[:80]!r} {reason}; declare the "
-                "table in the seeds by hand under a name without it"
+                f"{key[0]} {key[1]!r}.{key[2]!r}: {kind} {name[:80]!r} {reason}; the table "
+                "is not scaffolded (such names are not supported yet)"
             )
             continue
         ordered = sorted(cols.values(), key=lambda c: c["ordinal"])
