@@ -519,25 +519,63 @@ def sql(config: ProjectConfig, query: str, as_json: bool) -> int:
     """Run one Spark SQL query against the project's lake and print its rows; return 0.
 
     With ``as_json``, one JSON object per row on stdout (maps as objects, timestamps and
-    decimals as text) and nothing else; otherwise a table. Spark's own errors propagate.
+    decimals as text) and nothing else. Otherwise a table on a terminal, and tab-separated
+    lines (:func:`tab_separated`) when stdout is a pipe or a file. Spark's own errors propagate.
     """
     from python_udfs.spark import get_spark
 
-    rows = get_spark(config.lake_root).sql(query).collect()
+    result = get_spark(config.lake_root).sql(query)
+    columns, rows = result.columns, result.collect()
     if as_json:
         for row in rows:
             print(json.dumps(row.asDict(recursive=True), default=str, ensure_ascii=False))
         return 0
+    if not sys.stdout.isatty():
+        sys.stdout.write(tab_separated(columns, [tuple(row) for row in rows]))
+        return 0
     from rich.table import Table
 
     table = Table(title=f"{len(rows)} row(s)")
-    columns = list(rows[0].asDict()) if rows else []
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(*(str(v) for v in row))
+        table.add_row(*(_text(v) for v in row))
     _console().print(table)
     return 0
+
+
+def _text(value: Any) -> str:
+    """One value as text: NULL for None; maps, structs and arrays as JSON (other values as text)."""
+    if value is None:
+        return "NULL"
+    if hasattr(value, "asDict"):  # a struct (pyspark Row)
+        value = value.asDict(recursive=True)
+    if isinstance(value, dict | list | tuple):
+        return json.dumps(value, default=str, ensure_ascii=False)
+    return str(value)
+
+
+def tab_separated(columns: list[str], rows: list[tuple]) -> str:
+    r"""Format rows for ``cdc sql`` on a pipe or a file: tab-separated lines.
+
+    A header line of column names, then one line per row, fields separated by tabs (what ``cut``,
+    ``sort`` and ``psql -A`` users expect). NULL is written ``NULL``; maps, structs and arrays as
+    JSON; a tab, newline, carriage return or backslash inside a value as ``\t``, ``\n``,
+    ``\r``, ``\\``, so that every row stays on one line. Returns the text, ending with a
+    newline.
+    """
+
+    def field(value: Any) -> str:
+        text = _text(value)
+        return (
+            text.replace("\\", "\\\\")
+            .replace("\t", "\\t")
+            .replace("\n", "\\n")
+            .replace("\r", "\\r")
+        )
+
+    lines = ["\t".join(columns)] + ["\t".join(field(v) for v in row) for row in rows]
+    return "\n".join(lines) + "\n"
 
 
 def _append_csv(path: Path, header: list[str], rows: list[dict]) -> None:
@@ -596,8 +634,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "sql":
             return sql(config, args.query, args.json)
         if args.command == "thrift-server":
-            from python_udfs.spark import lock_lake, thrift_server_command
+            from python_udfs.spark import java_executable, lock_lake, thrift_server_command
 
+            java_executable()  # ConfigError with the fix when there is no Java
             lock_lake(config.lake_root, inheritable=True)  # held by the server after exec
             command = thrift_server_command(config.lake_root, args.port, args.host)
             log(f"Spark Thrift Server on {args.host}:{args.port}, lake {config.lake_root}")

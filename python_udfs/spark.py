@@ -9,6 +9,7 @@ calls ``SparkSession.builder.getOrCreate()`` and gets this same session, so stag
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -135,13 +136,41 @@ def lock_lake(lake_root: Path, inheritable: bool = False) -> None:
     _LAKE_LOCKS[lake] = handle
 
 
+def java_executable() -> Path:
+    """Return the ``java`` that pyspark will start: ``$JAVA_HOME/bin/java``, else ``java`` on PATH.
+
+    Raises ConfigError with the fix when there is none: without it pyspark fails with a long
+    ``JAVA_GATEWAY_EXITED`` traceback (issue 16). The stack is checked with Java 17.
+    """
+    from python_udfs.config import ConfigError
+
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        java = Path(home) / "bin" / "java"
+        if os.access(java, os.X_OK):
+            return java
+        raise ConfigError(
+            f"JAVA_HOME={home}: {java} is not an executable. Point JAVA_HOME at a Java 17 "
+            "installation, or unset it to use the java on PATH."
+        )
+    found = shutil.which("java")
+    if found is None:
+        raise ConfigError(
+            "Java not found (JAVA_HOME is unset and there is no java on PATH): Spark needs "
+            "Java 17. Install it (Debian/Ubuntu: apt install openjdk-17-jre-headless) or set "
+            "JAVA_HOME."
+        )
+    return Path(found)
+
+
 def get_spark(lake_root: Path) -> SparkSession:
     """Create (or return the running) SparkSession with Hive support for ``lake_root``.
 
-    Takes the lake's lock first (:func:`lock_lake`; ConfigError when another process holds
-    it). Raises RuntimeError from py4j when Java is missing; the CLI turns that into one
-    message.
+    Checks for Java first (:func:`java_executable`), then takes the lake's lock
+    (:func:`lock_lake`); both raise ConfigError with one message naming the fix.
     """
+    if SparkSession.getActiveSession() is None:
+        java_executable()
     lock_lake(lake_root)
     lake_root.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -233,3 +233,37 @@ def test_a_seed_row_with_a_name_sql_cannot_carry_names_its_line(
     code, err = _run(project, monkeypatch, tmp_path, capsys, "sql", "select 1")
     assert code == 2 and err.count("\n") == 1
     assert "cdc_columns.csv:2: source_table" in err and "Remove the row" in err
+
+
+def test_without_java_the_cli_says_so_in_one_line(project, monkeypatch, tmp_path, capsys):
+    """issue 16: without Java, `cdc sql` ended in a 28-line JAVA_GATEWAY_EXITED traceback; now one
+    line names the fix, before any JVM starts and before the lake is locked."""
+    from python_udfs import spark
+
+    # as in a fresh `cdc` process, whatever session an earlier test started in this one
+    monkeypatch.setattr(spark.SparkSession, "getActiveSession", staticmethod(lambda: None))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-java-here"))
+    code, err = _run(project, monkeypatch, tmp_path, capsys, "sql", "select 1")
+    assert code == 2 and err.count("\n") == 1
+    assert "Java not found" in err and "JAVA_HOME" in err and "openjdk-17" in err
+    assert not (tmp_path / "lake" / ".cdc.lock").exists()
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    code, err = _run(project, monkeypatch, tmp_path, capsys, "sql", "select 1")
+    assert code == 2 and f"JAVA_HOME={tmp_path / 'jdk'}: " in err and err.count("\n") == 1
+
+
+def test_sql_rows_for_a_pipe_are_tab_separated_one_line_each():
+    """issue 16: `cdc sql` piped or redirected printed a wrapped rich table; it now prints a header
+    line and one tab-separated line per row, NULL as NULL, maps as JSON, tabs and newlines escaped."""
+    from python_udfs.cli import tab_separated
+
+    text = tab_separated(
+        ["feed", "row", "note"],
+        [("f1", {"ID": "1", "NAME": None}, "two\nlines\tand a \\"), ("f2", None, "")],
+    )
+    assert text.splitlines() == [
+        "feed\trow\tnote",
+        'f1\t{"ID": "1", "NAME": null}\ttwo\\nlines\\tand a \\\\',
+        "f2\tNULL\t",
+    ]

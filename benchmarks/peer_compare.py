@@ -1,0 +1,266 @@
+"""cdc_changelog against Spark's own Auto CDC flow on the peer's events (issue 12; not a test).
+
+The peer (``../shared/peer``, see its README) is Spark 4.2's Auto CDC flow (SCD type 1) with a
+copy-on-write parquet catalog. Its ``bench.sh`` generates ``EVENTS`` change events over ``KEYS``
+keys as parquet files (``id, seq, op, name, amount, updated_at``; arrival locally shuffled, so a
+higher ``seq`` can land in an earlier file), then times a full run, a +1 % run (new events plus
+0.5 % exact re-deliveries of old events) and a no-op run, and checks each against the expected
+SCD1 state it wrote next to the data.
+
+This script runs that, then feeds the same events to cdc_changelog in the same benchmark run:
+each parquet file becomes one Qlik Replicate change-table CSV file of a table ``PEER.CUSTOMERS``
+(``header__change_seq`` carries ``seq``, so the change sequence orders the events as ``seq``
+orders them for the peer), and it times ``cdc stage`` + ``cdc run`` for the full, +1 % and no-op
+runs, checking our current state against the same expected parquet after each run (every live
+key, its NAME and AMOUNT as written by the event with the highest ``seq``).
+
+    .venv/bin/python benchmarks/peer_compare.py [--events 1000000] [--keys 200000] [--files 10]
+        [--workdir DIR] [--peer-venv /tmp/peer-venv]
+
+The peer's venv must hold ``pyspark[connect]==4.2.0 numpy pyarrow pyyaml`` (its README); the
+script creates it with pip when the folder does not exist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.apply_scale import run_step  # noqa: E402
+from tests.spark_project import REPO, make_project, read_mart  # noqa: E402
+
+PEER = REPO.parent / "shared" / "peer"
+FEED, SCHEMA, TABLE = "peer", "PEER", "CUSTOMERS"
+#: Qlik's default change-table header columns (formats/qlik_change_tables.md), in file order.
+HEADER = (
+    "header__change_seq,header__change_oper,header__change_mask,header__stream_position,"
+    "header__operation,header__transaction_id,header__timestamp,ID,NAME,AMOUNT,UPDATED_AT"
+)
+#: Every data column present: bits 7..10 (after the seven header columns), lsb_last_hex.
+MASK = format(sum(1 << (7 + i) for i in range(4)), "X")
+FEEDS_YAML = f"""  cdc_feeds:
+    {FEED}:
+      format: qlik_change_tables
+      path: {FEED}
+      options:
+        mask_bit_order: lsb_last_hex
+"""
+COLUMNS = [
+    ("ID", "INT8", 19, 0, 0, 1, "false", "bigint"),
+    ("NAME", "STRING", 100, 0, 0, 0, "true", "string"),
+    ("AMOUNT", "NUMERIC", 0, 18, 2, 0, "true", "decimal(18,2)"),
+    ("UPDATED_AT", "DATETIME", 0, 0, 0, 0, "true", "timestamp"),
+]
+
+
+def write_change_table(source: Path, target: Path) -> int:
+    """Write one peer parquet file as a Qlik change-table CSV file; return its record count.
+
+    Each event is its own transaction (the peer has no transactions); ``op`` I/U/D becomes
+    ``header__change_oper``; ``header__change_seq`` is 35 digits ending in ``seq``, and the
+    UPDATED_AT value is written with Qlik's seven fraction digits.
+    """
+    table = pq.read_table(source)
+    seqs = table.column("seq").to_numpy()
+    ids = table.column("id").to_numpy()
+    ops = table.column("op").to_pylist()
+    names = table.column("name").to_pylist()
+    amounts = pc.cast(table.column("amount"), "string").to_pylist()
+    stamps = np.datetime_as_string(table.column("updated_at").to_numpy(), unit="us")
+    operation = {"I": "INSERT", "U": "UPDATE", "D": "DELETE"}
+    lines = [HEADER]
+    for seq, key, op, name, amount, stamp in zip(
+        seqs, ids, ops, names, amounts, stamps, strict=True
+    ):
+        when = stamp.replace("T", " ")
+        lines.append(
+            f'"2024010100000000{seq:019d}","{op}",{MASK},"","{operation[op]}",'
+            f'"{seq:016X}",{when},{key},"{name}",{amount},{when}0'
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return len(lines) - 1
+
+
+def check_state(lake: Path, expected: Path) -> dict:
+    """Compare current_state of PEER.CUSTOMERS with the peer's expected SCD1 parquet."""
+    want = pq.read_table(expected)
+    want_seq = dict(zip(want.column("id").to_pylist(), want.column("seq").to_pylist(), strict=True))
+    rows = [
+        r["row"]
+        for r in read_mart(lake, "current_state")
+        if (r["feed"], r["source_schema"], r["source_table"]) == (FEED, SCHEMA, TABLE)
+    ]
+    errors = []
+    got = {int(r["ID"]): r for r in rows}
+    if len(got) != len(rows):
+        errors.append("duplicate keys")
+    if set(got) != set(want_seq):
+        errors.append(
+            f"key sets differ: {len(set(got) - set(want_seq))} extra, "
+            f"{len(set(want_seq) - set(got))} missing"
+        )
+    wrong = 0
+    for key, seq in want_seq.items():
+        row = got.get(key)
+        cents = (seq * 2654435761) % 10_000_000  # gen_bench.amount_cents
+        if row is not None and (
+            row["NAME"] != f"n_{key}_{seq}" or Decimal(row["AMOUNT"]) != Decimal(cents) / 100
+        ):
+            wrong += 1
+    if wrong:
+        errors.append(f"{wrong} rows differ from the event with the highest seq")
+    return {"rows": len(rows), "expected_rows": len(want_seq), "ok": not errors, "errors": errors}
+
+
+def ensure_peer_venv(venv: Path) -> None:
+    if (venv / "bin" / "spark-pipelines").exists():
+        return
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "-q", "pyspark[connect]==4.2.0", "numpy", "pyarrow"]
+        + ["pyyaml"],
+        check=True,
+    )
+
+
+def run_peer(args: argparse.Namespace, root: Path) -> list[dict]:
+    """Run the peer's bench.sh in a writable copy; return its results.jsonl rows with validation."""
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(PEER, root)
+    env = {**os.environ, "PEER_ROOT": str(root), "PEER_VENV": str(args.peer_venv)}
+    proc = subprocess.run(
+        ["bash", str(root / "bench.sh"), "e", str(args.events), str(args.keys), str(args.files)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(
+            f"the peer's bench.sh failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
+    results = [
+        json.loads(x) for x in (root / "runs" / "e" / "results.jsonl").read_text().splitlines()
+    ]
+    checks = [
+        json.loads(x) for x in (root / "runs" / "e" / "validation.jsonl").read_text().splitlines()
+    ]
+    for result, check in zip(results, checks, strict=True):
+        result["valid"] = check["ok"]
+        result["rows"] = check["rows"]
+    return results
+
+
+def run_ours(data: Path, work: Path) -> list[dict]:
+    """Full, +1 % and no-op runs (cdc stage + cdc run) of cdc_changelog on the peer's files."""
+    project, landing, lake = work / "project", work / "landing", work / "lake"
+    for name in ("project", "landing", "lake", "src"):
+        shutil.rmtree(work / name, ignore_errors=True)
+    columns = [
+        dict(
+            zip(
+                (
+                    "feed source_schema source_table column_name ordinal source_type length "
+                    "precision scale primary_key_position nullable spark_type"
+                ).split(),
+                (FEED, SCHEMA, TABLE, name, i, *rest),
+                strict=True,
+            )
+        )
+        for i, (name, *rest) in enumerate(COLUMNS, start=1)
+    ]
+    tables = [
+        {"feed": FEED, "source_schema": SCHEMA, "source_table": TABLE, "table_identifier": ""}
+    ]
+    make_project(work, FEEDS_YAML, (columns, tables), typed_models=False)
+    from python_udfs.cli import write_typed_models
+    from python_udfs.config import load_project
+
+    write_typed_models(load_project(project, check_paths=False))
+    folder = work / "src" / f"{SCHEMA}.{TABLE}__ct"
+    base = sorted(data.glob("part-0*.parquet"))
+    for i, path in enumerate(base):
+        write_change_table(path, folder / f"20240101-000000{i:03d}.csv")
+    (increment,) = data.glob("part-inc-*.parquet")
+    write_change_table(increment, work / "src_inc" / "20240102-000000000.csv")
+    env = {
+        **os.environ,
+        "CDC_LANDING_ROOT": str(landing),
+        "CDC_LAKE_ROOT": str(lake),
+        "COLUMNS": "200",
+    }
+    cdc = [sys.executable, "-m", "python_udfs.cli", "--project-dir", str(project)]
+    results = []
+
+    def step(name: str, expected: Path) -> None:
+        stage_wall, stage_peak, _ = run_step(cdc + ["stage"], env, project)
+        run_wall, run_peak, out = run_step(cdc + ["run"], env, project)
+        check = check_state(lake, expected)
+        results.append(
+            {
+                "step": name,
+                "wall_s": round(stage_wall + run_wall, 1),
+                "stage_s": round(stage_wall, 1),
+                "run_s": round(run_wall, 1),
+                "skipped": "dbt build skipped" in out,
+                "peak_tree_rss_mb": round(max(stage_peak, run_peak) / 2**20),
+                "valid": check["ok"],
+                "rows": check["rows"],
+                "errors": check["errors"],
+            }
+        )
+        print(json.dumps(results[-1]), flush=True)
+
+    target = landing / FEED / f"{SCHEMA}.{TABLE}__ct"
+    target.mkdir(parents=True)
+    for path in sorted(folder.iterdir()):
+        shutil.copy2(path, target / path.name)
+    step("full", data.with_name(data.name + ".expected_base.parquet"))
+    shutil.copy2(work / "src_inc" / "20240102-000000000.csv", target)
+    step("incremental", data.with_name(data.name + ".expected_inc.parquet"))
+    step("noop", data.with_name(data.name + ".expected_inc.parquet"))
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--keys", type=int, default=200_000)
+    parser.add_argument("--files", type=int, default=10)
+    parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--peer-venv", type=Path, default=Path("/tmp/peer-venv"))
+    args = parser.parse_args()
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="cdc-peer-"))
+    work.mkdir(parents=True, exist_ok=True)
+    ensure_peer_venv(args.peer_venv)
+    print(f"=== {args.events:,} events over {args.keys:,} keys, {args.files} files ({work})")
+    print("the peer: Spark Auto CDC (bench.sh: local[2], driver 4g)", flush=True)
+    peer = run_peer(args, work / "peer")
+    for row in peer:
+        print(
+            json.dumps({k: row[k] for k in ("step", "wall_s", "peak_tree_rss_mb", "valid", "rows")})
+        )
+    print("cdc_changelog: cdc stage + cdc run on the same events as Qlik change tables", flush=True)
+    ours = run_ours(work / "peer" / "data" / "e", work)
+    print(f"\n{'run':12s} {'peer s':>8s} {'ours s':>8s} {'ours ÷ peer':>12s} {'both valid':>11s}")
+    for theirs, mine in zip(peer, ours, strict=True):
+        print(
+            f"{mine['step']:12s} {theirs['wall_s']:8.1f} {mine['wall_s']:8.1f} "
+            f"{mine['wall_s'] / theirs['wall_s']:12.2f} {str(theirs['valid'] and mine['valid']):>11s}"
+        )
+
+
+if __name__ == "__main__":
+    main()
