@@ -1,13 +1,18 @@
-"""The fingerprint of what the last successful ``dbt build`` of ``cdc run`` read.
+"""The fingerprints of what the last successful ``dbt build`` of ``cdc run`` read.
 
-A run with nothing new compares it and skips the build. A build's inputs are the committed ingest batches (the partition folders of
-``raw_ingested_files``, written last by staging, ADR 0002), the dbt project's own files
-(models, macros, seeds, tests, ``dbt_project.yml``, ``profiles.yml``), the ``--vars`` override,
-the dbt target and schema. Their fingerprint is a SHA-256 over all of them, read from file
-names and bytes only (no Spark job, no dbt parse). ``cdc run`` deletes the stored fingerprint
-before it starts dbt and writes it only after a build without extra dbt arguments succeeded, so
-a run killed or failed in between never leaves a fingerprint that claims a build that did not
-happen.
+A build's inputs are the dbt project (its own files: models, macros, seeds, tests,
+``dbt_project.yml``, ``profiles.yml``; the ``--vars`` override, the dbt target and schema) and
+the committed ingest batches (the partition folders of ``raw_ingested_files``, written last by
+staging, ADR 0002). Two SHA-256 fingerprints are read from file names and bytes only (no Spark
+job, no dbt parse): the project's (:func:`project_fingerprint`) and the build's
+(:func:`build_fingerprint`, the project's and the batches).
+
+A run whose build fingerprint equals the last successful build's skips dbt (nothing new). A
+run whose project fingerprint equals it has new data only, and ``cdc run`` builds what holds
+data and runs every test, leaving out what only the project defines (seeds and views,
+ADR 0009). ``cdc run`` deletes the stored record before it starts dbt and writes it only after
+a build without extra dbt arguments succeeded, so a run killed or failed in between never
+leaves a record that claims a build that did not happen.
 """
 
 from __future__ import annotations
@@ -41,11 +46,12 @@ def committed_batches(lake_root: Path) -> list[str]:
     )
 
 
-def build_fingerprint(project_dir: Path, lake_root: Path, extra_vars: Mapping[str, Any]) -> str:
-    """Return the hex SHA-256 of everything a ``dbt build`` of this project reads (see above).
+def project_fingerprint(project_dir: Path, extra_vars: Mapping[str, Any]) -> str:
+    """Return the hex SHA-256 of the dbt project a build runs: its files, vars and target.
 
-    Environment: ``CDC_DBT_TARGET`` and ``CDC_DBT_SCHEMA`` choose where dbt builds, so they
-    count. Files are hashed by path relative to ``project_dir`` and content (bytes).
+    Files (``PROJECT_INPUTS``) are hashed by path relative to ``project_dir`` and content
+    (bytes). Environment: ``CDC_DBT_TARGET`` and ``CDC_DBT_SCHEMA`` choose where dbt builds, so
+    they count.
     """
     digest = hashlib.sha256()
 
@@ -59,19 +65,44 @@ def build_fingerprint(project_dir: Path, lake_root: Path, extra_vars: Mapping[st
             if "__pycache__" in file.parts or file.suffix == ".pyc":
                 continue
             add(file.relative_to(project_dir).as_posix(), file.read_bytes())
-    add("batches", "\n".join(committed_batches(lake_root)).encode("ascii"))
     add("vars", json.dumps(dict(extra_vars), sort_keys=True, default=str).encode("utf-8"))
     for env in ("CDC_DBT_TARGET", "CDC_DBT_SCHEMA"):
         add(env, os.environ.get(env, "").encode("utf-8"))
     return digest.hexdigest()
 
 
-def last_build(lake_root: Path) -> str | None:
-    """Return the fingerprint of the last successful build, or None when none is recorded."""
+def build_fingerprint(project_dir: Path, lake_root: Path, extra_vars: Mapping[str, Any]) -> str:
+    """Return the hex SHA-256 of everything a ``dbt build`` of this project reads.
+
+    That is the :func:`project_fingerprint` and the ids of the committed ingest batches.
+    """
+    digest = hashlib.sha256(project_fingerprint(project_dir, extra_vars).encode("ascii"))
+    digest.update(b"\0batches\0" + "\n".join(committed_batches(lake_root)).encode("ascii"))
+    return digest.hexdigest()
+
+
+def _record(lake_root: Path) -> dict[str, Any]:
     try:
-        return json.loads((lake_root / STATE_FILE).read_text(encoding="utf-8"))["fingerprint"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+        record = json.loads((lake_root / STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def last_build(lake_root: Path) -> str | None:
+    """Return the build fingerprint of the last successful build, or None when none is recorded."""
+    value = _record(lake_root).get("fingerprint")
+    return value if isinstance(value, str) else None
+
+
+def last_project(lake_root: Path) -> str | None:
+    """Return the project fingerprint of the last successful build, or None.
+
+    None when no build is recorded, and for a record written before there were two
+    fingerprints (the next build is then a whole one).
+    """
+    value = _record(lake_root).get("project_fingerprint")
+    return value if isinstance(value, str) else None
 
 
 def forget_build(lake_root: Path) -> None:
@@ -79,15 +110,19 @@ def forget_build(lake_root: Path) -> None:
     (lake_root / STATE_FILE).unlink(missing_ok=True)
 
 
-def record_build(lake_root: Path, fingerprint: str, built_at: str) -> None:
-    """Record ``fingerprint`` as the last successful build.
+def record_build(lake_root: Path, fingerprint: str, project: str, built_at: str) -> None:
+    """Record the build and project fingerprints of the last successful build.
 
-    Written to a temporary file, then renamed, so a reader never sees half a file.
+    ``built_at`` is the ingest batch id staged by that run. Written to a temporary file, then
+    renamed, so a reader never sees half a file.
     """
     path = lake_root / STATE_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     scratch = path.with_suffix(".tmp")
     scratch.write_text(
-        json.dumps({"fingerprint": fingerprint, "built_at": built_at}), encoding="utf-8"
+        json.dumps(
+            {"fingerprint": fingerprint, "project_fingerprint": project, "built_at": built_at}
+        ),
+        encoding="utf-8",
     )
     scratch.replace(path)

@@ -38,6 +38,19 @@ from python_udfs.config import (
 
 TYPED_MODELS_DIR = Path("models") / "marts" / "tables"
 
+#: dbt node selection of a run with new data and the project as last built (ADR 0009): every
+#: table and incremental model and every data test, without the seeds and views (they hold no
+#: data: the last build created them from the same files). The typed views' own tests go with
+#: them: their rows are current_state's, whose tests run.
+DATA_ONLY_SELECTION = [
+    "--select",
+    "resource_type:test",
+    "config.materialized:table",
+    "config.materialized:incremental",
+    "--exclude",
+    f"path:{TYPED_MODELS_DIR.as_posix()},config.materialized:view",
+]
+
 
 def _console():
     from rich.console import Console
@@ -112,11 +125,19 @@ def run(
 ):
     """Stage, then ``dbt build`` in the same SparkSession. Returns ``(summary, dbt_ok, built)``.
 
-    ``dbt build`` is skipped when staging committed no new batch and nothing the build reads
-    changed since the last successful build (:mod:`python_udfs.build_state`): the marts are
-    already what a build would write. ``force`` builds anyway; extra ``dbt_args`` always build.
-    dbt unit tests (SQL logic on mocked rows, not data) run only with ``unit_tests``, as dbt
-    recommends for production runs; ``make test`` runs them.
+    What the build does depends on what changed since the last successful build
+    (:mod:`python_udfs.build_state`, ADR 0009):
+
+    - nothing (no new batch, the same project): ``dbt build`` is skipped, the marts are already
+      what a build would write;
+    - new data only (the same project files, vars and target): ``dbt build`` with
+      :data:`DATA_ONLY_SELECTION`, every table, incremental model and data test, but not the
+      seeds and views, which hold no data and are as the last build created them;
+    - the project: the whole ``dbt build``.
+
+    ``force`` builds everything anyway; extra ``dbt_args`` always build, with no selection of
+    ours. dbt unit tests (SQL logic on mocked rows, not data) run only with ``unit_tests``, as
+    dbt recommends for production runs; ``make test`` runs them.
     """
     from python_udfs import build_state
     from python_udfs.spark import get_spark
@@ -124,6 +145,7 @@ def run(
     _export_roots(config)
     spark = get_spark(config.lake_root)
     summary = stage(config, spark, log)
+    project = build_state.project_fingerprint(config.project_dir, extra_vars)
     fingerprint = build_state.build_fingerprint(config.project_dir, config.lake_root, extra_vars)
     if (
         not force
@@ -135,13 +157,22 @@ def run(
             "nothing new since the last successful build: dbt build skipped (cdc run --force builds)"
         )
         return summary, True, False
+    data_only = (
+        not force
+        and not dbt_args
+        and not unit_tests
+        and project == build_state.last_project(config.lake_root)
+    )
     build_state.forget_build(config.lake_root)
     args = list(dbt_args or [])
     if not unit_tests:
         args += ["--exclude-resource-type", "unit_test"]
+    if data_only:
+        log("new data only, the project as last built: seeds and views are left as they are")
+        args += DATA_ONLY_SELECTION
     ok = dbt_build(config, extra_vars, args)
     if ok and not dbt_args:
-        build_state.record_build(config.lake_root, fingerprint, summary.ingest_batch_id)
+        build_state.record_build(config.lake_root, fingerprint, project, summary.ingest_batch_id)
     return summary, ok, True
 
 
@@ -355,6 +386,9 @@ def typed_model_name(feed: str, schema: str, table: str) -> str:
 def write_typed_models(config: ProjectConfig) -> int:
     """Write the typed current-state and history model files a catalog table lacks; return how many.
 
+    Both are views (on ``current_state`` and ``history``): they hold no data, so a run with new
+    data only leaves them as they are (ADR 0009), whatever the number of tables.
+
     Also rewrites ``models/marts/tables/_tables__models.yml`` from the catalog, so that every
     typed model and column is documented and its primary key tested.
     """
@@ -393,8 +427,9 @@ def write_typed_models(config: ProjectConfig) -> int:
             {
                 "name": name,
                 "description": (
-                    f"Current state of {schema}.{table} from feed {feed}: one row per live key, columns cast "
-                    f"from canonical text to the catalog's Spark types. Primary key: {key_text}."
+                    f"Current state of {schema}.{table} from feed {feed} (a view on `current_state`): one "
+                    f"row per live key, columns cast from canonical text to the catalog's Spark types. "
+                    f"Primary key: {key_text}."
                 ),
                 "columns": [
                     {
@@ -445,6 +480,7 @@ def write_typed_models(config: ProjectConfig) -> int:
         for path, body in (
             (
                 folder / f"{name}.sql",
+                "{{ config(materialized='view') }}\n"
                 f"{{{{ cdc_typed_current_state('{feed}', '{schema}', '{table}') }}}}\n",
             ),
             (

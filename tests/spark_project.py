@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -80,6 +81,13 @@ def cdc(
             f"cdc {' '.join(args)} exited {proc.returncode}\n{proc.stdout[-6000:]}\n{proc.stderr[-4000:]}"
         )
     return proc
+
+
+def query(project: Path, sql: str, *, landing: Path, lake: Path) -> list[dict]:
+    """Rows of one Spark SQL query on the project's lake (``cdc sql --json``, its own JVM): for
+    views, whose rows no parquet file holds."""
+    out = cdc(project, "sql", "--json", sql, landing=landing, lake=lake).stdout
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
 def read_mart(lake: Path, table: str, schema: str = "cdc") -> list[dict]:

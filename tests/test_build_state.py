@@ -19,6 +19,7 @@ def test_fingerprint_follows_committed_batches_project_files_vars_and_target(tmp
     project, lake = make_project(tmp_path), tmp_path / "lake"
     first = build_state.build_fingerprint(project, lake, {})
     assert build_state.build_fingerprint(project, lake, {}) == first
+    first_project = build_state.project_fingerprint(project, {})
 
     # a batch folder without a parquet file is a batch killed before its manifest: not committed
     (lake / "raw" / "raw_ingested_files" / "ingest_batch_id=20240101T000000000000").mkdir(
@@ -29,6 +30,8 @@ def test_fingerprint_follows_committed_batches_project_files_vars_and_target(tmp
     assert build_state.committed_batches(lake) == ["20240102T000000000000"]
     with_batch = build_state.build_fingerprint(project, lake, {})
     assert with_batch != first
+    # new data only: the project's own fingerprint stays (a data-only build, ADR 0009)
+    assert build_state.project_fingerprint(project, {}) == first_project
 
     (project / "models" / "__pycache__").mkdir()
     (project / "models" / "__pycache__" / "x.pyc").write_bytes(b"\0")
@@ -37,6 +40,7 @@ def test_fingerprint_follows_committed_batches_project_files_vars_and_target(tmp
     model.write_text(model.read_text() + "\n-- edited\n")
     edited = build_state.build_fingerprint(project, lake, {})
     assert edited != with_batch
+    assert build_state.project_fingerprint(project, {}) != first_project
     assert build_state.build_fingerprint(project, lake, {"cdc_test_scope": "all"}) != edited
     monkeypatch.setenv("CDC_DBT_TARGET", "thrift")
     assert build_state.build_fingerprint(project, lake, {}) != edited
@@ -44,10 +48,13 @@ def test_fingerprint_follows_committed_batches_project_files_vars_and_target(tmp
 
 def test_recorded_build_is_read_back_and_forgotten(tmp_path):
     lake = tmp_path / "lake"
-    assert build_state.last_build(lake) is None
-    build_state.record_build(lake, "abc", "20240101T000000000000")
-    assert build_state.last_build(lake) == "abc"
+    assert build_state.last_build(lake) is None and build_state.last_project(lake) is None
+    build_state.record_build(lake, "abc", "def", "20240101T000000000000")
+    assert build_state.last_build(lake) == "abc" and build_state.last_project(lake) == "def"
     build_state.forget_build(lake)
-    assert build_state.last_build(lake) is None
+    assert build_state.last_build(lake) is None and build_state.last_project(lake) is None
     (lake / build_state.STATE_FILE).write_text("not json")
-    assert build_state.last_build(lake) is None
+    assert build_state.last_build(lake) is None and build_state.last_project(lake) is None
+    # a record of an earlier version (one fingerprint): the next build is a whole one
+    (lake / build_state.STATE_FILE).write_text('{"fingerprint": "abc", "built_at": "x"}')
+    assert build_state.last_build(lake) == "abc" and build_state.last_project(lake) is None

@@ -12,7 +12,7 @@ import pytest
 from python_udfs.cli import DEMO_TRUNCATE_EVERY
 from python_udfs.config import CDC_COLUMNS_HEADER, load_project
 from python_udfs.simulator import JP_TABLES, catalog_rows, simulate, write_feed
-from tests.spark_project import REPO, cdc, make_project, read_mart, write_seeds
+from tests.spark_project import REPO, cdc, make_project, query, read_mart, write_seeds
 from tests.two_rounds import Contribution
 
 pytestmark = pytest.mark.spark
@@ -195,7 +195,7 @@ def test_current_state_equals_the_simulated_database(oracle_run):
 
 
 def test_change_log_is_unique_ordered_and_has_paired_update_images(oracle_run):
-    sim, _project, _landing, lake, *_ = oracle_run
+    sim, project, landing, lake, *_ = oracle_run
     log = read_mart(lake, "change_log")
     assert len({r["change_id"] for r in log}) == len(log)
     ct_updates = [r for r in log if r["feed"] == "qlik_ct_demo" and r["operation"] == "UPDATE"]
@@ -214,9 +214,15 @@ def test_change_log_is_unique_ordered_and_has_paired_update_images(oracle_run):
     ]
     absent = [r for r in kafka_updates if expected[r["change_position"]].absent]
     assert absent and all("NOTE" not in r["after_image"] for r in absent)
-    typed = read_mart(lake, "qlik_ct_demo__sales__order_lines")
-    assert len(typed) == len(sim.final_state[("SALES", "ORDER_LINES")])
-    assert {type(r["unit_price"]).__name__ for r in typed} == {"Decimal"}
+    (typed,) = query(
+        project,
+        "select count(*) as rows, collect_set(typeof(unit_price)) as types"
+        " from cdc.qlik_ct_demo__sales__order_lines",
+        landing=landing,
+        lake=lake,
+    )
+    assert typed["rows"] == len(sim.final_state[("SALES", "ORDER_LINES")])
+    assert typed["types"] == ["decimal(12,2)"]
 
 
 def test_an_appended_file_adds_exactly_its_changes_and_a_run_with_nothing_new_is_skipped(
@@ -532,7 +538,7 @@ def test_dbt_docs_generate_documents_every_mart_model_and_column(oracle_run):
 
 
 def test_real_goldengate_trails_through_stage_scaffold_and_run(real_samples_run):
-    _project, lake, proc = real_samples_run
+    project, lake, proc = real_samples_run
     assert "│ gg_tc" in proc.stdout
 
     log = {r["change_id"]: r for r in read_mart(lake, "change_log")}
@@ -592,8 +598,15 @@ def test_real_goldengate_trails_through_stage_scaffold_and_run(real_samples_run)
         "CITY": "NEW YORK",
         "STATE": "NY",
     }
-    typed = read_mart(lake, "gg_tc__gg__tcustord")
-    assert sorted(str(r["product_price"]) for r in typed) == ["14000.00", "16520.00", "25000.00"]
+    typed = query(
+        project,
+        "select cast(product_price as string) as price, typeof(product_price) as type"
+        " from cdc.gg_tc__gg__tcustord",
+        landing=lake.parent / "landing",
+        lake=lake,
+    )
+    assert sorted(r["price"] for r in typed) == ["14000.00", "16520.00", "25000.00"]
+    assert {r["type"] for r in typed} == {"decimal(38,2)"}
 
 
 def prepare_little_endian(src: Path) -> Contribution:
