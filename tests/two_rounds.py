@@ -49,11 +49,18 @@ def land_rest(src: Path, landing: Path) -> None:
         shutil.copy2(path, target)
 
 
+def _run_results(project: Path) -> dict[str, str]:
+    """{unique_id: status} of the nodes the last dbt invocation ran (target/run_results.json)."""
+    results = json.loads((project / "target" / "run_results.json").read_text(encoding="utf-8"))
+    return {r["unique_id"]: r["status"] for r in results["results"]}
+
+
 def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> SimpleNamespace:
     """Write every contribution's files, build the project, run round 1 and round 2.
 
     Returns ``project``, ``landing``, ``lake``, ``round1`` / ``round2`` (the completed ``cdc
-    run`` processes), ``after_round1`` (:data:`ROUND1_MARTS` rows as round 1 left them),
+    run`` processes, each with ``nodes``: ``{unique_id: status}`` of the dbt nodes it ran),
+    ``after_round1`` (:data:`ROUND1_MARTS` rows as round 1 left them),
     ``history`` (every row of ``cdc.history`` after round 2, as JSON objects) and
     ``contributions`` by name.
     """
@@ -69,9 +76,11 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
     for contribution in contributions.values():
         contribution.land_round1(src, landing)
     round1 = cdc(project, "run", landing=landing, lake=lake)
+    round1.nodes = _run_results(project)
     after_round1 = {mart: read_mart(lake, mart) for mart in ROUND1_MARTS}
     land_rest(src, landing)
     round2 = cdc(project, "run", landing=landing, lake=lake)
+    round2.nodes = _run_results(project)
     history = [
         json.loads(line)
         for line in cdc(
