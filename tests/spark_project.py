@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.dataset as ds
 
 from python_udfs.config import CDC_COLUMNS_HEADER, CDC_TABLES_HEADER
@@ -91,9 +92,27 @@ def query(project: Path, sql: str, *, landing: Path, lake: Path) -> list[dict]:
 
 
 def read_mart(lake: Path, table: str, schema: str = "cdc") -> list[dict]:
-    """Read a built mart straight from its parquet files in the warehouse."""
+    """Read a built mart straight from its parquet files in the warehouse.
+
+    Partition columns (``name=value`` folders) are added as text, after the file's columns,
+    except a ``*_generation`` partition: it names the run that wrote the rows, which differs
+    between runs that must agree on them.
+    """
     path = lake / "warehouse" / f"{schema}.db" / table
-    rows = ds.dataset(str(path), format="parquet").to_table().to_pylist()
+    files = [
+        p.relative_to(path)
+        for p in sorted(path.rglob("*.parquet"))
+        if not any(part.startswith((".", "_")) for part in p.relative_to(path).parts)
+    ]
+    keys = [part.split("=", 1)[0] for part in files[0].parts[:-1] if "=" in part] if files else []
+    partitioning = (
+        ds.partitioning(pa.schema([(key, pa.string()) for key in keys]), flavor="hive")
+        if keys
+        else None
+    )
+    data = ds.dataset(str(path), format="parquet", partitioning=partitioning).to_table()
+    data = data.drop_columns([key for key in keys if key.endswith("_generation")])
+    rows = data.to_pylist()
     for row in rows:
         for key, value in row.items():
             if isinstance(value, list) and value and isinstance(value[0], tuple):

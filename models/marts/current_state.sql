@@ -4,7 +4,12 @@
     canonical text built by applying the change log in change order: INSERT and LOAD set the
     row, UPDATE overlays the columns its after image carries, a key change moves the row to the
     new key, DELETE removes it, TRUNCATE and full loads remove every earlier row of the table.
+
+    Partitioned by table (feed, source_schema, source_table), one file per table: a typed
+    per-table view reads its own table's folder only, whatever the number of tables.
 -#}
+
+{{ config(partition_by=['feed', 'source_schema', 'source_table']) }}
 
 with
 
@@ -28,3 +33,4 @@ final as (
 )
 
 select * from final
+distribute by feed, source_schema, source_table
