@@ -18,7 +18,7 @@ change_table_rows as (
         feed,
         header__change_seq as change_position,
         header__change_oper as operation,
-        to_json(data) as content,
+        data,
         source_file,
         ingest_batch_id
     from {{ source('qlik_change_tables', 'raw_qlik_change_tables') }}
@@ -30,26 +30,75 @@ kafka_messages as (
         feed,
         change_sequence as change_position,
         operation,
-        to_json(struct(data, before_data)) as content,
+        data,
+        before_data,
         source_file,
         ingest_batch_id
     from {{ source('qlik_kafka', 'raw_qlik_kafka') }}
     where {{ cdc_committed_batches() }} and operation != 'REFRESH'
 ),
 
-deliveries as (
-    select * from change_table_rows
+delivered_positions as (
+    -- positions only: the scan of every delivery reads three short columns, not the images
+    select
+        feed,
+        change_position,
+        operation,
+        ingest_batch_id
+    from change_table_rows
     union all
-    select * from kafka_messages
+    select
+        feed,
+        change_position,
+        operation,
+        ingest_batch_id
+    from kafka_messages
 ),
 
-new_deliveries as (
+new_positions as (
     select distinct
         feed,
         change_position,
         operation
-    from deliveries
+    from delivered_positions
     where {{ cdc_new_batches_predicate() }}
+),
+
+repeated_positions as (
+    -- the checked positions delivered more than once, the only ones that can conflict: none,
+    -- usually, and then the images are not read at all
+    select
+        feed,
+        change_position,
+        operation
+    from delivered_positions
+    where (feed, change_position, operation) in (
+        select
+            new_positions.feed,
+            new_positions.change_position,
+            new_positions.operation
+        from new_positions
+    )
+    group by feed, change_position, operation
+    having count(*) > 1
+),
+
+deliveries as (
+    select
+        feed,
+        change_position,
+        operation,
+        to_json(data) as content,
+        source_file
+    from change_table_rows
+    union all
+    select
+        feed,
+        change_position,
+        operation,
+        to_json(struct(data, before_data)) as content,
+        source_file
+    from kafka_messages
 ),
 
 conflicts as (
@@ -62,10 +111,10 @@ conflicts as (
     from deliveries
     where (feed, change_position, operation) in (
         select
-            new_deliveries.feed,
-            new_deliveries.change_position,
-            new_deliveries.operation
-        from new_deliveries
+            repeated_positions.feed,
+            repeated_positions.change_position,
+            repeated_positions.operation
+        from repeated_positions
     )
     group by feed, change_position, operation
     having count(distinct content) > 1
