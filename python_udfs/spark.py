@@ -22,7 +22,9 @@ def spark_conf(lake_root: Path) -> dict[str, str]:
 
     The Hive metastore is embedded Derby at ``<lake_root>/metastore_db`` and the warehouse is
     ``<lake_root>/warehouse``. Small local settings suit a 2-core, 24 GiB machine: 4 shuffle
-    partitions, 2 GiB driver memory (``CDC_SPARK_DRIVER_MEMORY`` overrides), no UI. Timestamps
+    partitions, 4 GiB driver memory (``CDC_SPARK_DRIVER_MEMORY`` overrides; with 2 GiB a full
+    build of 5 million events failed in a staging model's window sort, UNABLE_TO_ACQUIRE_MEMORY,
+    while another model's query ran beside it), no UI. Timestamps
     are UTC and ANSI mode is off, as dbt-spark sets it. ``CDC_SPARK_JAVA_OPTIONS`` adds JVM
     options to the driver (for example ``-XX:StartFlightRecording=filename=run.jfr`` to profile
     a run with Java Flight Recorder).
@@ -31,7 +33,7 @@ def spark_conf(lake_root: Path) -> dict[str, str]:
     return {
         "spark.master": os.environ.get("CDC_SPARK_MASTER", "local[*]"),
         "spark.app.name": "cdc_changelog",
-        "spark.driver.memory": os.environ.get("CDC_SPARK_DRIVER_MEMORY", "2g"),
+        "spark.driver.memory": os.environ.get("CDC_SPARK_DRIVER_MEMORY", "4g"),
         "spark.sql.shuffle.partitions": os.environ.get("CDC_SHUFFLE_PARTITIONS", "4"),
         "spark.default.parallelism": "4",
         "spark.ui.enabled": "false",
