@@ -217,7 +217,7 @@ def print_summary(config: ProjectConfig, summary, elapsed: float) -> None:
         r.tableName for r in typed if "__" in r.tableName and not r.tableName.startswith("stg_")
     )
     console.print(
-        f"typed current-state tables in schema [bold]{schema}[/]: "
+        f"typed current-state views in schema [bold]{schema}[/]: "
         + ", ".join(n for n in typed_names if not n.endswith("__history"))
     )
     console.print(
