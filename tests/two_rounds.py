@@ -22,7 +22,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from python_udfs.simulator import catalog_rows
-from tests.spark_project import cdc, make_project, read_mart
+from tests.spark_project import cdc, make_project, query, read_mart
 
 #: Marts read right after round 1, for the tests that check what round 1 left pending.
 ROUND1_MARTS = ("pending_changes", "ingested_files", "ingest_rejects")
@@ -81,13 +81,7 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
     land_rest(src, landing)
     round2 = cdc(project, "run", landing=landing, lake=lake)
     round2.nodes = _run_results(project)
-    history = [
-        json.loads(line)
-        for line in cdc(
-            project, "sql", "--json", "select * from cdc.history", landing=landing, lake=lake
-        ).stdout.splitlines()
-        if line.startswith("{")
-    ]
+    history = query(project, "select * from cdc.history", landing=landing, lake=lake)
     return SimpleNamespace(
         project=project,
         landing=landing,
