@@ -54,6 +54,10 @@ FEEDS = {
     "linkexpress_demo": "linkexpress_extract",
 }
 
+GG = "goldengate_trail"
+#: The number the new batch's files start at (trail seqno, HiRDB and Linkexpress file numbers).
+INCREMENT_NUMBER = 500000
+
 #: File sizes a production feed would have (the simulator's defaults suit the small demo).
 WRITER_OPTIONS = {
     "goldengate_trail": {"records_per_file": 20000},
@@ -131,8 +135,9 @@ def split(sim: Simulation, fraction: float) -> tuple[Simulation, Simulation]:
 
 
 def renumber_increment(folder: Path, fmt: str) -> None:
-    """Give the increment's files names that sort after the base files (positions come from
-    names), and drop what a writer emits for a workload's start: full loads and extracts."""
+    """Give the increment's files names that sort after the base files (HiRDB, Linkexpress and
+    Kafka positions come from names; a trail's from its headers, see write_feeds), and drop what
+    a writer emits for a workload's start: full loads and extracts."""
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         name = path.name
         if fmt == "qlik_change_tables" and not path.parent.name.endswith("__ct"):
@@ -143,16 +148,14 @@ def renumber_increment(folder: Path, fmt: str) -> None:
                     re.sub(r"-0-(\d{20})", lambda m: f"-0-{int(m[1]) + 10**15:020d}", name)
                 )
             )
-        elif fmt == "goldengate_trail" and "dirdef" not in path.parts:
-            path.rename(path.with_name(f"{name[:2]}{int(name[2:]) + 500000:06d}"))
         elif fmt == "hirdb_update_sql":
             stem, number = name.rsplit(".", 1)
-            path.rename(path.with_name(f"{stem}.{int(number) + 500000:06d}"))
+            path.rename(path.with_name(f"{stem}.{int(number) + INCREMENT_NUMBER:06d}"))
         elif fmt == "linkexpress_extract":
             if path.parent != folder:
                 path.unlink()  # full extracts of the writer's own (empty) start state
             else:
-                path.rename(path.with_name(f"LX{int(name[2:8]) + 500000:06d}{name[8:]}"))
+                path.rename(path.with_name(f"LX{int(name[2:8]) + INCREMENT_NUMBER:06d}{name[8:]}"))
     for sub in sorted(folder.rglob("*"), reverse=True):
         if sub.is_dir() and not any(sub.iterdir()):
             sub.rmdir()
@@ -302,7 +305,10 @@ def write_feeds(
         base, increment = split(sim, batch / (events + batch))
         options = {**feeds[feed].options, **WRITER_OPTIONS.get(fmt, {})}
         write_feed(base, fmt, work / "src" / "base" / feed, options)
-        write_feed(increment, fmt, work / "src" / "increment" / feed, options)
+        # a trail's positions come from the seqno in each file's header: the new batch's trail
+        # continues the history's (renaming its files would not move its positions)
+        increment_options = {**options, "first_seqno": INCREMENT_NUMBER} if fmt == GG else options
+        write_feed(increment, fmt, work / "src" / "increment" / feed, increment_options)
         renumber_increment(work / "src" / "increment" / feed, fmt)
         (landing / feed).mkdir(parents=True)
         for side in ("dirdef", "schemas"):  # definitions the configuration checks up front

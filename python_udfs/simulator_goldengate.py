@@ -127,11 +127,13 @@ class TrailWriter:
         records_per_file: int,
         tables,
         segment_bytes: int = 0,
+        first_seqno: int = 0,
     ):
         self.folder, self.prefix, self.order = folder, prefix, order
         self.metadata, self.records_per_file, self.tables = metadata, records_per_file, tables
         self.segment_bytes = segment_bytes
-        self.seqno = -1
+        self.first_seqno = first_seqno
+        self.seqno = first_seqno - 1
         self.buffer = bytearray()
         self.records_in_file = 0
         self.audit_pos = 1000
@@ -170,7 +172,7 @@ class TrailWriter:
 
     def flush(self) -> None:
         """Write the current trail file to disk."""
-        if self.seqno >= 0:
+        if self.seqno >= self.first_seqno:
             path = self.folder / f"{self.prefix}{self.seqno:06d}"
             path.write_bytes(bytes(self.buffer))
             if path not in self.files:
@@ -270,7 +272,9 @@ class TrailWriter:
         (Continued = Y on all but the last, RecCount 1, 2, …, one AuditPos).
         """
         pair_after = io_type == 15 and before_after == "A"
-        if self.seqno < 0 or (self.records_in_file >= self.records_per_file and not pair_after):
+        if self.seqno < self.first_seqno or (
+            self.records_in_file >= self.records_per_file and not pair_after
+        ):
             self._open()
         table_ref = self._table_ref(table, when, trans_ind)
         token_area = b"".join(self._token(ord(k), v.encode("ascii")) for k, v in tokens.items())
@@ -311,7 +315,9 @@ def write_trails(sim, tables, folder: Path, options: Mapping[str, Any] | None = 
     (sourcedefs file ``dirdef/sim.def``, table names in the header, FieldComp ``B``/``A``
     pairs), without it 12.2 style (TDR records, unified updates). ``byte_order: little`` writes
     little-endian framing (anything else: big-endian). ``records_per_file`` (default 40) sets
-    the roll-over; ``prefix`` (default ``aa``) the file names. ``compressed_updates: true``
+    the roll-over; ``prefix`` (default ``aa``) the file names; ``first_seqno`` (default 0) the
+    sequence number of the first file (its name and its header's seqno, which positions come
+    from: a later part of a trail starts after the earlier one). ``compressed_updates: true``
     writes an UPDATE's before image with its key columns only, as Oracle does without full
     supplemental logging (the after image always carries the key and the changed columns).
     ``unified_updates`` (default: true for TDR style) writes updates as unified records
@@ -335,6 +341,7 @@ def write_trails(sim, tables, folder: Path, options: Mapping[str, Any] | None = 
         int(opts.get("records_per_file", 40)),
         tables,
         int(opts.get("segment_bytes", 0)),
+        int(opts.get("first_seqno", 0)),
     )
     unpublished = {id(c) for c in sim.open_transaction[-1:]}
     groups: list[list] = []

@@ -15,6 +15,11 @@
 ) }}
 
 {%- set watermark = cdc_state_watermark() %}
+{#- whether int_apply_keys (built before this model) rebuilds any key: when none is, the
+    rebuild branch is left out and all of change_log is not read (true at parse time) -#}
+{%- set apply_keys = cdc_model_relation('int_apply_keys') if execute else none %}
+{%- set rebuilds_keys = apply_keys is none
+    or run_query('select count(*) from ' ~ apply_keys ~ ' where is_rebuilt').rows[0][0] > 0 %}
 
 with
 
@@ -39,8 +44,16 @@ new_events as (
     {{ cdc_key_events('new_changes') }}
 ),
 
+rebuild_changes as (
+    -- every change, for the rebuilt keys; none when no key is rebuilt (no scan at all)
+    select * from change_log
+    {%- if not rebuilds_keys %}
+        where false
+    {%- endif %}
+),
+
 all_events as (
-    {{ cdc_key_events('change_log') }}
+    {{ cdc_key_events('rebuild_changes') }}
 ),
 
 row_events as (

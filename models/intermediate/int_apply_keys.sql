@@ -73,52 +73,52 @@ table_first_new_resets as (
     group by feed, source_schema, source_table
 ),
 
-touched_keys as (
-    select
-        feed,
-        source_schema,
-        source_table,
-        primary_key
-    from key_first_new_events
-    union
-    select
+previous_touched as (
+    -- the previous state of the keys with new events and of every key of a table with a new
+    -- reset: the small sides are broadcast, so the state (every key ever seen) is read once
+    -- and never shuffled
+    select /*+ broadcast(key_first_new_events, table_first_new_resets) */
         previous_state.feed,
         previous_state.source_schema,
         previous_state.source_table,
-        previous_state.primary_key
+        previous_state.primary_key,
+        previous_state.last_event_order,
+        key_first_new_events.first_event_order,
+        table_first_new_resets.first_new_reset_order
     from previous_state
-    inner join table_first_new_resets
+    left join key_first_new_events
+        on
+            previous_state.feed = key_first_new_events.feed
+            and previous_state.source_schema = key_first_new_events.source_schema
+            and previous_state.source_table = key_first_new_events.source_table
+            and previous_state.primary_key = key_first_new_events.primary_key
+    left join table_first_new_resets
         on
             previous_state.feed = table_first_new_resets.feed
             and previous_state.source_schema = table_first_new_resets.source_schema
             and previous_state.source_table = table_first_new_resets.source_table
+    where key_first_new_events.primary_key is not null or table_first_new_resets.feed is not null
 ),
 
 first_classified as (
+    -- the touched keys: keys with new events (known before or not) and the known keys of a
+    -- table with a new reset
     select
-        touched_keys.*,
-        previous_state.primary_key is not null and (
-            coalesce(key_first_new_events.first_event_order <= previous_state.last_event_order, false)
-            or coalesce(table_first_new_resets.first_new_reset_order <= previous_state.last_event_order, false)
+        coalesce(previous_touched.feed, key_first_new_events.feed) as feed,
+        coalesce(previous_touched.source_schema, key_first_new_events.source_schema) as source_schema,
+        coalesce(previous_touched.source_table, key_first_new_events.source_table) as source_table,
+        coalesce(previous_touched.primary_key, key_first_new_events.primary_key) as primary_key,
+        previous_touched.primary_key is not null and (
+            coalesce(previous_touched.first_event_order <= previous_touched.last_event_order, false)
+            or coalesce(previous_touched.first_new_reset_order <= previous_touched.last_event_order, false)
         ) as is_rebuilt
-    from touched_keys
-    left join key_first_new_events
+    from key_first_new_events
+    full outer join previous_touched
         on
-            touched_keys.feed = key_first_new_events.feed
-            and touched_keys.source_schema = key_first_new_events.source_schema
-            and touched_keys.source_table = key_first_new_events.source_table
-            and touched_keys.primary_key = key_first_new_events.primary_key
-    left join table_first_new_resets
-        on
-            touched_keys.feed = table_first_new_resets.feed
-            and touched_keys.source_schema = table_first_new_resets.source_schema
-            and touched_keys.source_table = table_first_new_resets.source_table
-    left join previous_state
-        on
-            touched_keys.feed = previous_state.feed
-            and touched_keys.source_schema = previous_state.source_schema
-            and touched_keys.source_table = previous_state.source_table
-            and touched_keys.primary_key = previous_state.primary_key
+            key_first_new_events.feed = previous_touched.feed
+            and key_first_new_events.source_schema = previous_touched.source_schema
+            and key_first_new_events.source_table = previous_touched.source_table
+            and key_first_new_events.primary_key = previous_touched.primary_key
 ),
 
 key_change_edges as (
@@ -192,12 +192,24 @@ classified_keys as (
     from rebuilt_keys_3
 ),
 
+classified_previous_state as (
+    -- the previous state of the classified keys (a broadcast semi join, as above)
+    select /*+ broadcast(classified_keys) */ previous_state.*
+    from previous_state
+    left semi join classified_keys
+        on
+            previous_state.feed = classified_keys.feed
+            and previous_state.source_schema = classified_keys.source_schema
+            and previous_state.source_table = classified_keys.source_table
+            and previous_state.primary_key = classified_keys.primary_key
+),
+
 classified as (
     select
         classified_keys.*,
-        previous_state.current_version,
-        previous_state.last_event_order as previous_last_event_order,
-        previous_state.rebuilt_generation as previous_rebuilt_generation,
+        classified_previous_state.current_version,
+        classified_previous_state.last_event_order as previous_last_event_order,
+        classified_previous_state.rebuilt_generation as previous_rebuilt_generation,
         rebuilt_keys_3.primary_key is not null as is_rebuilt
     from classified_keys
     left join rebuilt_keys_3
@@ -206,12 +218,12 @@ classified as (
             and classified_keys.source_schema = rebuilt_keys_3.source_schema
             and classified_keys.source_table = rebuilt_keys_3.source_table
             and classified_keys.primary_key = rebuilt_keys_3.primary_key
-    left join previous_state
+    left join classified_previous_state
         on
-            classified_keys.feed = previous_state.feed
-            and classified_keys.source_schema = previous_state.source_schema
-            and classified_keys.source_table = previous_state.source_table
-            and classified_keys.primary_key = previous_state.primary_key
+            classified_keys.feed = classified_previous_state.feed
+            and classified_keys.source_schema = classified_previous_state.source_schema
+            and classified_keys.source_table = classified_previous_state.source_table
+            and classified_keys.primary_key = classified_previous_state.primary_key
 )
 
 select * from classified

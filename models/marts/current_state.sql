@@ -5,8 +5,10 @@
     row, UPDATE overlays the columns its after image carries, a key change moves the row to the
     new key, DELETE removes it, TRUNCATE and full loads remove every earlier row of the table.
 
-    Partitioned by table (feed, source_schema, source_table), one file per table: a typed
-    per-table view reads its own table's folder only, whatever the number of tables.
+    Partitioned by table (feed, source_schema, source_table): a typed per-table view reads its
+    own table's folder only, whatever the number of tables. Not shuffled by table before the
+    write (that cost 5 to 24 s at 5 M events): int_key_state is partitioned by feed, so each
+    table's folder gets the files of its feed's few tasks.
 -#}
 
 {{ config(partition_by=['feed', 'source_schema', 'source_table']) }}
@@ -33,4 +35,3 @@ final as (
 )
 
 select * from final
-distribute by feed, source_schema, source_table

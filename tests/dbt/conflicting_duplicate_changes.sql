@@ -9,33 +9,71 @@
     byte offset, where a changed file is refused by staging instead. Checks the positions
     delivered by batches staged since the run before the last one; var cdc_test_scope: all
     checks every delivery.
+
+    A repeat of a checked position sorts at or after the feed's first checked position, so the
+    earlier deliveries are read from there on only (position_floor, literals found when the
+    test compiles): the raw tables are sorted by file and offset in row groups of 16 MiB
+    (python_udfs/staging.py), and parquet skips the row groups of older positions.
+    Runs after change_log (depends_on), so that this run's generation is the newest one and
+    "the run before the last one" is the previous run.
 -#}
+
+-- depends_on: {{ ref('change_log') }}
+
+{%- set position_floor = 'true' %}
+{%- if execute and cdc_new_batches_predicate() != 'true' %}
+    {%- set floor_query %}
+        select feed, min(header__change_seq)
+        from {{ source('qlik_change_tables', 'raw_qlik_change_tables') }}
+        where {{ cdc_committed_batches() }} and file_kind != 'full_load' and {{ cdc_new_batches_predicate() }}
+        group by feed
+        union all
+        select feed, min(change_sequence)
+        from {{ source('qlik_kafka', 'raw_qlik_kafka') }}
+        where {{ cdc_committed_batches() }} and operation != 'REFRESH' and {{ cdc_new_batches_predicate() }}
+        group by feed
+    {%- endset %}
+    {%- set floors = [] %}
+    {%- for feed, first_position in run_query(floor_query).rows if first_position is not none %}
+        {%- do floors.append(
+            '(feed = ' ~ cdc_string_literal(feed) ~ ' and change_position >= ' ~ cdc_string_literal(first_position) ~ ')'
+        ) %}
+    {%- endfor %}
+    {%- set position_floor = '(' ~ (floors | join(' or ') if floors else 'false') ~ ')' %}
+{%- endif %}
+
 
 with
 
 change_table_rows as (
-    select
-        feed,
-        header__change_seq as change_position,
-        header__change_oper as operation,
-        data,
-        source_file,
-        ingest_batch_id
-    from {{ source('qlik_change_tables', 'raw_qlik_change_tables') }}
-    where {{ cdc_committed_batches() }} and file_kind != 'full_load'
+    select * from (
+        select
+            feed,
+            header__change_seq as change_position,
+            header__change_oper as operation,
+            data,
+            source_file,
+            ingest_batch_id
+        from {{ source('qlik_change_tables', 'raw_qlik_change_tables') }}
+        where {{ cdc_committed_batches() }} and file_kind != 'full_load'
+    ) as change_table_deliveries
+    where {{ position_floor }}
 ),
 
 kafka_messages as (
-    select
-        feed,
-        change_sequence as change_position,
-        operation,
-        data,
-        before_data,
-        source_file,
-        ingest_batch_id
-    from {{ source('qlik_kafka', 'raw_qlik_kafka') }}
-    where {{ cdc_committed_batches() }} and operation != 'REFRESH'
+    select * from (
+        select
+            feed,
+            change_sequence as change_position,
+            operation,
+            data,
+            before_data,
+            source_file,
+            ingest_batch_id
+        from {{ source('qlik_kafka', 'raw_qlik_kafka') }}
+        where {{ cdc_committed_batches() }} and operation != 'REFRESH'
+    ) as kafka_deliveries
+    where {{ position_floor }}
 ),
 
 delivered_positions as (
