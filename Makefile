@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install demo test lint format docs lock clean benchmark benchmark-scale benchmark-peer
+.PHONY: install demo test lint format docs lock clean benchmark benchmark-scale benchmark-peer benchmark-catalog
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,10 @@ benchmark: $(STAMP)
 ## Scale benchmark (issues 5, 11): histories of 0.5M and 5M events, the same new batch on each.
 benchmark-scale: $(STAMP)
 	$(BIN)/python benchmarks/apply_scale.py
+
+## Issue 12: the cost of a run per catalog table (15 tables against 500).
+benchmark-catalog: $(STAMP)
+	$(BIN)/python benchmarks/catalog_scale.py
 
 ## Issue 12: Spark's Auto CDC flow (../shared/peer) and cdc_changelog on the same 1M events.
 benchmark-peer: $(STAMP)

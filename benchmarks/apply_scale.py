@@ -38,9 +38,9 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 
-from python_udfs.cli import DEMO_TRUNCATE_EVERY
+from python_udfs.cli import DEMO_TRUNCATE_EVERY, write_typed_models
 from python_udfs.config import load_project
-from python_udfs.simulator import JP_TABLES, Simulation, simulate, write_feed
+from python_udfs.simulator import Simulation, catalog_rows, simulate, tables_for, write_feed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.spark_project import REPO, make_project  # noqa: E402
@@ -278,37 +278,51 @@ def manifest_rows(lake: Path) -> list[dict]:
 
 
 def write_feeds(
-    events: int, batch: int, keys: int, work: Path, project: Path, landing: Path
+    events: int,
+    batch: int,
+    keys: int,
+    work: Path,
+    project: Path,
+    landing: Path,
+    tables_per_feed: int | None = None,
 ) -> None:
     """Simulate ``events`` + ``batch`` changes and write each feed's history ("base") and new
-    batch ("increment") files under work/src."""
+    batch ("increment") files under work/src; ``tables_per_feed`` as in tables_for."""
+    western_tables = tables_for("qlik_change_tables", tables_per_feed)
+    japanese_tables = tables_for("hirdb_update_sql", tables_per_feed)
     per_feed, keys_per_feed = (events + batch) // len(FEEDS), keys // len(FEEDS)
-    load_rows = keys_per_feed // 3
-    transactions = int((per_feed - 3 * load_rows) / 2.5)  # 1–4 changes per transaction
+    load_rows = max(1, keys_per_feed // len(western_tables))
+    # 1–4 changes per transaction
+    transactions = int((per_feed - len(western_tables) * load_rows) / 2.5)
     started = time.perf_counter()
-    western = simulate(seed=5, load_rows=load_rows, transactions=transactions)
+    western = simulate(
+        seed=5, load_rows=load_rows, transactions=transactions, tables=western_tables
+    )
     japanese = simulate(
         seed=5,
         load_rows=load_rows,
         transactions=transactions,
         truncate_every=DEMO_TRUNCATE_EVERY * 2000,
-        tables=JP_TABLES,
+        tables=japanese_tables,
     )
     print(
-        f"simulated 2 × {len(western.changes):,} changes ({load_rows * 3:,} keys loaded per feed) "
-        f"in {time.perf_counter() - started:.0f} s"
+        f"simulated 2 × {len(western.changes):,} changes "
+        f"({load_rows * len(western_tables):,} keys loaded per feed, "
+        f"{len(western_tables)} tables per feed) in {time.perf_counter() - started:.0f} s"
     )
     feeds = load_project(project, check_paths=False).feeds
     started = time.perf_counter()
     for feed, fmt in FEEDS.items():
-        sim = japanese if fmt in ("hirdb_update_sql", "linkexpress_extract") else western
+        is_japanese = fmt in ("hirdb_update_sql", "linkexpress_extract")
+        sim = japanese if is_japanese else western
+        tables = japanese_tables if is_japanese else western_tables
         base, increment = split(sim, batch / (events + batch))
         options = {**feeds[feed].options, **WRITER_OPTIONS.get(fmt, {})}
-        write_feed(base, fmt, work / "src" / "base" / feed, options)
+        write_feed(base, fmt, work / "src" / "base" / feed, options, tables)
         # a trail's positions come from the seqno in each file's header: the new batch's trail
         # continues the history's (renaming its files would not move its positions)
         increment_options = {**options, "first_seqno": INCREMENT_NUMBER} if fmt == GG else options
-        write_feed(increment, fmt, work / "src" / "increment" / feed, increment_options)
+        write_feed(increment, fmt, work / "src" / "increment" / feed, increment_options, tables)
         renumber_increment(work / "src" / "increment" / feed, fmt)
         (landing / feed).mkdir(parents=True)
         for side in ("dirdef", "schemas"):  # definitions the configuration checks up front
@@ -361,7 +375,12 @@ def measure(args: argparse.Namespace, events: int, work: Path) -> dict[str, tupl
             shutil.rmtree(path)
         else:
             path.unlink(missing_ok=True)
-    make_project(work)  # the dbt project copy the end-to-end tests use, in work/project
+    tables_per_feed = getattr(args, "tables_per_feed", None)
+    if tables_per_feed is None:
+        make_project(work)  # the dbt project copy the end-to-end tests use, in work/project
+    else:  # the catalog of the simulated tables, and their typed models (as cdc scaffold does)
+        make_project(work, seeds=catalog_rows(FEEDS, tables_per_feed), typed_models=False)
+        write_typed_models(load_project(work / "project", check_paths=False))
     env = {
         **os.environ,
         "CDC_LANDING_ROOT": str(landing),
@@ -374,7 +393,7 @@ def measure(args: argparse.Namespace, events: int, work: Path) -> dict[str, tupl
         staged_records = sum(m["rows"] + m["rejects"] for m in manifest_rows(lake))
         print(f"reusing {staged_records:,} staged records of an earlier run in {work}\n")
     else:
-        write_feeds(events, args.batch, args.keys, work, project, landing)
+        write_feeds(events, args.batch, args.keys, work, project, landing, tables_per_feed)
         staged_records = stage_feeds(work, landing, lake, cdc, env, project)
     steps: dict[str, tuple] = {}
     applies: dict[str, dict[str, float]] = {}
@@ -392,6 +411,14 @@ def measure(args: argparse.Namespace, events: int, work: Path) -> dict[str, tupl
             f"cdc run wall {wall:.1f} s, peak {peak / 2**30:.1f} GiB"
         )
 
+    dbt = Path(sys.executable).parent / "dbt"
+    wall, peak, _out = run_step(
+        [str(dbt), "parse", "--no-partial-parse", "--project-dir", str(project)],
+        {**env, "DBT_PROFILES_DIR": str(project)},
+        project,
+    )
+    steps["dbt parse"] = (wall, wall, peak)
+    print(f"dbt parse: {wall:.1f} s wall")
     dbt_step("full dbt build")
     script = work / "baseline.py"
     script.write_text(BASELINE, encoding="utf-8")
@@ -407,7 +434,8 @@ def measure(args: argparse.Namespace, events: int, work: Path) -> dict[str, tupl
     (work / "increment_landed").touch()  # the staged state is no longer the base alone
     dbt_step("run with the new batch")
     dbt_step("no-op run")
-    dbt_step("no-op run, forced", "--force")
+    if getattr(args, "forced", True):
+        dbt_step("no-op run, forced", "--force")
 
     full = steps["full dbt build"][0]
     print(

@@ -88,6 +88,13 @@ class SimTable:
     schema: str
     name: str
     columns: tuple[SimColumn, ...]
+    #: The table this one copies (:func:`copies_of`); empty for an original.
+    template: str = ""
+
+    @property
+    def kind(self) -> str:
+        """The original table's name: what a writer's per-table choices (file style) follow."""
+        return self.template or self.name
 
     @property
     def key_columns(self) -> list[SimColumn]:
@@ -294,9 +301,31 @@ JP_TABLES = (
 JP_FORMATS = ("hirdb_update_sql", "linkexpress_extract")
 
 
-def tables_for(fmt: str) -> tuple[SimTable, ...]:
-    """Return the simulated tables a feed format replicates (JP_TABLES or TABLES)."""
-    return JP_TABLES if fmt in JP_FORMATS else TABLES
+def copies_of(tables: tuple[SimTable, ...], copies: int) -> tuple[SimTable, ...]:
+    """Return ``copies`` copies of each table, named ``<NAME>_001`` and on.
+
+    The tables themselves when ``copies`` is 1. A catalog of hundreds of tables for the
+    benchmarks, with the columns and the file styles of the originals (``template``).
+    """
+    if copies == 1:
+        return tables
+    return tuple(
+        SimTable(t.schema, f"{t.name}_{n:03d}", t.columns, template=t.name)
+        for n in range(1, copies + 1)
+        for t in tables
+    )
+
+
+def tables_for(fmt: str, count: int | None = None) -> tuple[SimTable, ...]:
+    """Return the simulated tables a feed format replicates (JP_TABLES or TABLES).
+
+    With ``count``, that many tables: the first ``count`` of enough copies of them
+    (:func:`copies_of`); 3 is the originals.
+    """
+    tables = JP_TABLES if fmt in JP_FORMATS else TABLES
+    if count is None:
+        return tables
+    return copies_of(tables, -(-count // len(tables)))[:count]
 
 
 @dataclass(slots=True)
@@ -502,7 +531,7 @@ def simulate(
                     number -= 1
                     continue
                 absent = ()
-                if table.name == "ORDER_LINES" and "NOTE" not in changed and rng.random() < 0.5:
+                if table.kind == "ORDER_LINES" and "NOTE" not in changed and rng.random() < 0.5:
                     absent = ("NOTE",)
                 rows[key] = after
                 change = SimChange(
@@ -539,15 +568,18 @@ def simulate(
     return Simulation(changes, final or state, open_txn)
 
 
-def catalog_rows(feeds: Mapping[str, str]) -> tuple[list[dict], list[dict]]:
+def catalog_rows(
+    feeds: Mapping[str, str], tables_per_feed: int | None = None
+) -> tuple[list[dict], list[dict]]:
     """Return ``(cdc_columns rows, cdc_tables rows)`` of the simulated tables.
 
     ``feeds`` maps feed name to format; Kafka tables get their topic as ``table_identifier``,
-    Linkexpress tables their extraction id (1, 2, 3 in table order).
+    Linkexpress tables their extraction id (1, 2, 3 in table order). ``tables_per_feed``: the
+    ``count`` of :func:`tables_for` (default: the three tables of the format).
     """
     columns, tables = [], []
     for feed, fmt in feeds.items():
-        for number, table in enumerate(tables_for(fmt), start=1):
+        for number, table in enumerate(tables_for(fmt, tables_per_feed), start=1):
             for ordinal, col in enumerate(table.columns, start=1):
                 columns.append(
                     {
@@ -586,16 +618,17 @@ def catalog_rows(feeds: Mapping[str, str]) -> tuple[list[dict], list[dict]]:
     return columns, tables
 
 
-def seed_catalog(fmt: str, feed: str = "feed"):
+def seed_catalog(fmt: str, feed: str = "feed", tables_per_feed: int | None = None):
     """Return the catalog a decoder receives for the simulated tables of ``fmt``.
 
     That is ``{(schema, table): [MetadataColumn, …]}`` built from :func:`catalog_rows`, as
     staging builds it from the seeds, and ``{table_identifier as int: (schema, table)}`` for
-    numeric identifiers (Linkexpress extraction ids).
+    numeric identifiers (Linkexpress extraction ids). ``tables_per_feed`` as in
+    :func:`tables_for`.
     """
     from python_udfs.records import MetadataColumn
 
-    columns, tables = catalog_rows({feed: fmt})
+    columns, tables = catalog_rows({feed: fmt}, tables_per_feed)
     catalog: dict[tuple[str, str], list] = {}
     for r in columns:
         catalog.setdefault((r["source_schema"], r["source_table"]), []).append(
@@ -623,20 +656,28 @@ def seed_catalog(fmt: str, feed: str = "feed"):
 
 
 def write_feed(
-    sim: Simulation, fmt: str, folder: Path, options: Mapping[str, Any] | None = None
+    sim: Simulation,
+    fmt: str,
+    folder: Path,
+    options: Mapping[str, Any] | None = None,
+    tables: tuple[SimTable, ...] | None = None,
 ) -> int:
-    """Write the simulation in feed format ``fmt`` under ``folder``; return the file count."""
+    """Write the simulation in feed format ``fmt`` under ``folder``; return the file count.
+
+    ``tables`` are the tables the simulation ran over (default :func:`tables_for` the format).
+    """
     folder.mkdir(parents=True, exist_ok=True)
+    tables = tables or tables_for(fmt)
     if fmt == "qlik_change_tables":
-        return _write_change_tables(sim, folder)
+        return _write_change_tables(sim, folder, tables)
     if fmt == "qlik_kafka":
-        return _write_kafka(sim, folder)
+        return _write_kafka(sim, folder, tables)
     if fmt == "goldengate_trail":
-        return write_trails(sim, TABLES, folder, options)
+        return write_trails(sim, tables, folder, options)
     if fmt == "hirdb_update_sql":
         return write_sqltxt(sim, folder, options)
     if fmt == "linkexpress_extract":
-        return write_extracts(sim, folder, options)
+        return write_extracts(sim, folder, options, tables)
     raise ValueError(f"the simulator does not write {fmt!r} yet")
 
 
@@ -766,7 +807,7 @@ def _ct_records(
     return out
 
 
-def _write_change_tables(sim: Simulation, folder: Path) -> int:
+def _write_change_tables(sim: Simulation, folder: Path, tables: tuple[SimTable, ...]) -> int:
     if any(c.operation == "TRUNCATE" for c in sim.changes):
         raise ValueError(
             "this simulator writer does not write TRUNCATE changes (simulate with truncate_every=0)"
@@ -774,11 +815,15 @@ def _write_change_tables(sim: Simulation, folder: Path) -> int:
     written = 0
     open_ids = {id(c) for c in sim.open_transaction}
     committed = [c for c in sim.changes if id(c) not in open_ids]
-    for table in TABLES:
-        loads = [c for c in committed if c.table is table and c.operation == "LOAD"]
-        cdc = [c for c in committed if c.table is table and c.operation != "LOAD"]
+    by_table: dict[int, list] = {}
+    for change in committed:
+        by_table.setdefault(id(change.table), []).append(change)
+    for table in tables:
+        changes = by_table.get(id(table), [])
+        loads = [c for c in changes if c.operation == "LOAD"]
+        cdc = [c for c in changes if c.operation != "LOAD"]
         style = {"CUSTOMERS": "csv_dfm", "ORDER_LINES": "csv_header", "EMPLOYEES": "parquet"}[
-            table.name
+            table.kind
         ]
         load_dir, ct_dir = folder / table.topic, folder / f"{table.topic}__ct"
         load_dir.mkdir(parents=True, exist_ok=True)
@@ -1023,7 +1068,7 @@ def _kafka_message(change: SimChange) -> dict:
     }
 
 
-def _write_kafka(sim: Simulation, folder: Path) -> int:
+def _write_kafka(sim: Simulation, folder: Path, tables: tuple[SimTable, ...]) -> int:
     if any(c.operation == "TRUNCATE" for c in sim.changes):
         raise ValueError(
             "this simulator writer does not write TRUNCATE changes (simulate with truncate_every=0)"
@@ -1033,11 +1078,14 @@ def _write_kafka(sim: Simulation, folder: Path) -> int:
     unpublished = {id(c) for c in sim.open_transaction[-1:]}
     changes = [c for c in sim.changes if id(c) not in unpublished]
     (folder / "schemas").mkdir(parents=True, exist_ok=True)
-    for table in TABLES:
-        msgs = [_kafka_message(c) for c in changes if c.table is table]
+    by_table: dict[int, list] = {}
+    for change in changes:
+        by_table.setdefault(id(change.table), []).append(change)
+    for table in tables:
+        msgs = [_kafka_message(c) for c in by_table.get(id(table), [])]
         schema = fastavro.parse_schema(data_schema(table))
         md = _md_message(table)
-        if table.name == "CUSTOMERS":
+        if table.kind == "CUSTOMERS":
             values = [
                 json.dumps(
                     {
@@ -1072,7 +1120,7 @@ def _write_kafka(sim: Simulation, folder: Path) -> int:
                     ).encode()
                 )
             written += _write_dumps(folder, table.topic, values, "jsonl")
-        elif table.name == "ORDER_LINES":
+        elif table.kind == "ORDER_LINES":
             values = [_avro_envelope("MD", None, fastavro_bytes(METADATA_SCHEMA, md))]
             values += [
                 _avro_envelope("DT", md["schemaId"], fastavro_bytes(schema, m)) for m in msgs

@@ -280,7 +280,9 @@ def lx_record(
     return struct.pack(order + "i", len(body) + 4) + body
 
 
-def write_extracts(sim, folder: Path, options: Mapping[str, Any] | None = None) -> int:
+def write_extracts(
+    sim, folder: Path, options: Mapping[str, Any] | None = None, tables: tuple | None = None
+) -> int:
     """Write the simulation as ``lxextdb`` extract files; return the file count.
 
     Options: ``unit`` (``group`` default, or ``table``), ``difftype`` (``open``/``jnl``, table
@@ -288,8 +290,8 @@ def write_extracts(sim, folder: Path, options: Mapping[str, Any] | None = None) 
     ``byteswap`` (``no`` big-endian default / ``yes``), ``outcode`` (``sjis`` default), ``chunks``
     (differential files per table or group, default 3), ``timestamp_layout`` (``ymdhms7``
     default, or ``ymdhms7_r4``: 4 zero bytes after each TIMESTAMP), ``nvarchar_length_unit``
-    (``characters`` default, or ``bytes``). Extraction ids are the tables' order
-    in JP_TABLES, 1-based (the catalog seed's ``table_identifier``).
+    (``characters`` default, or ``bytes``). Extraction ids are the tables' order in ``tables``
+    (default JP_TABLES), 1-based (the catalog seed's ``table_identifier``).
     """
     opts = dict(options or {})
     group = opts.get("unit", "group") == "group"
@@ -305,7 +307,8 @@ def write_extracts(sim, folder: Path, options: Mapping[str, Any] | None = None) 
     full_layout = ("D" if nulls else "E") if group else ("A" if nulls else "B")
     from python_udfs.simulator import JP_TABLES, primary_key_text
 
-    ids = {(t.schema, t.name): i for i, t in enumerate(JP_TABLES, start=1)}
+    tables = tables or JP_TABLES
+    ids = {(t.schema, t.name): i for i, t in enumerate(tables, start=1)}
     folder.mkdir(parents=True, exist_ok=True)
     counter = [0]
 
@@ -331,7 +334,7 @@ def write_extracts(sim, folder: Path, options: Mapping[str, Any] | None = None) 
             nvarchar_bytes=nvarchar_bytes,
         )
 
-    state: dict[tuple[str, str], dict[str, dict]] = {(t.schema, t.name): {} for t in JP_TABLES}
+    state: dict[tuple[str, str], dict[str, dict]] = {(t.schema, t.name): {} for t in tables}
 
     def full_extract(table) -> None:
         rows = list(state[(table.schema, table.name)].values())
@@ -353,7 +356,7 @@ def write_extracts(sim, folder: Path, options: Mapping[str, Any] | None = None) 
     loads = [c for _, cs in transactions for c in cs if c.operation == "LOAD"]
     for change in loads:
         apply(change)
-    for table in JP_TABLES:
+    for table in tables:
         full_extract(table)
     work = [(t, cs) for t, cs in transactions if cs[0].operation != "LOAD"]
     open_ids = {c.transaction_id for c in sim.open_transaction}
@@ -369,7 +372,7 @@ def write_extracts(sim, folder: Path, options: Mapping[str, Any] | None = None) 
         if group and pending:
             write(None, "D", b"".join(pending))
             pending.clear()
-        for table in JP_TABLES:
+        for table in tables:
             records = per_table.pop((table.schema, table.name), None)
             if records:
                 write(table, "D", b"".join(records))
@@ -383,7 +386,7 @@ def write_extracts(sim, folder: Path, options: Mapping[str, Any] | None = None) 
             if carry is None:
                 flush()
                 if number == reextract_bound:
-                    full_extract(JP_TABLES[0])
+                    full_extract(tables[0])
         else:
             carry = None
         for i, change in enumerate(changes):
@@ -403,6 +406,6 @@ def write_extracts(sim, folder: Path, options: Mapping[str, Any] | None = None) 
             else:
                 per_table.setdefault(key, []).append(rec(diff_layout, change.table, image, op))
         if group and changes[-1].operation != "TRUNCATE" and txn_id not in open_ids:
-            pending.append(rec(diff_layout, JP_TABLES[0], None, 0x8000))
+            pending.append(rec(diff_layout, tables[0], None, 0x8000))
     flush()
     return counter[0]

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from python_udfs.linkexpress_extract import decode_extract_file, file_table_for
 from python_udfs.records import MetadataColumn
-from python_udfs.simulator import JP_TABLES, seed_catalog, simulate
-from python_udfs.simulator_japanese import lx_record
+from python_udfs.simulator import JP_TABLES, seed_catalog, simulate, tables_for
+from python_udfs.simulator_japanese import lx_record, write_extracts
 
 ORDERS = ("S", "ORDERS")
 
@@ -323,6 +323,30 @@ def test_simulated_files_round_trip_every_value(
                 assert row["logtype"].lower() == logtype
             assert row["byte_order"] == ("big" if order == ">" else "little")
             assert row["source_table"] == table.name and row["data"] == image
+
+
+def test_a_group_extract_of_many_tables_names_each_record_s_table_by_its_extraction_id(tmp_path):
+    # 40 tables (copies of the three, as the catalog benchmark uses): extraction ids 1..40 in
+    # catalog order; every differential record decodes to the table and image simulated
+    tables = tables_for("linkexpress_extract", 40)
+    catalog, ids = seed_catalog("linkexpress_extract", tables_per_feed=40)
+    assert sorted(ids) == list(range(1, 41)) and len(catalog) == 40
+    sim = simulate(seed=3, load_rows=1, transactions=150, tables=tables, truncate_every=0)
+    write_extracts(sim, tmp_path, {"chunks": 2}, tables)
+    decoded = []
+    for path in sorted(tmp_path.glob("LX*_D.dat")):  # the group's differential files
+        result = decode_extract_file(
+            path.read_bytes(), file_name=path.name, catalog=catalog, extraction_ids=ids
+        )
+        assert result.rejects == []
+        decoded += [r for r in result.rows if r["operation_name"] != "COMMIT"]
+    expected = [
+        (c.table.name, c.after if c.operation != "DELETE" else c.before)
+        for c in sim.changes
+        if c.operation != "LOAD"  # the open transaction too: written, without its commit
+    ]
+    assert len({name for name, _ in expected}) > 30
+    assert [(r["source_table"], r["data"]) for r in decoded] == expected
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
