@@ -1,15 +1,16 @@
 """Catalog benchmark: the cost of a run per catalog table (issue 12; not part of the test suite).
 
-Runs ``apply_scale.measure`` twice over the same workload (default 100,000 change events over
-200,000 keys, all five feed formats, and a new batch of 1 %): once with the three simulated
+Runs ``apply_scale.measure`` twice over the same workload (default 50,000 change events over
+20,000 keys, all five feed formats, and a new batch of 1 %; with more keys than events per feed
+the history would be full loads alone): once with the three simulated
 tables per feed (15 tables), once with 100 per feed (500 tables: copies of the three,
 ``simulator.tables_for``), each with its catalog seeds and its typed models as ``cdc scaffold``
 writes them. It prints, per catalog, ``dbt parse`` (a full parse), the full build, the run
 with the new batch and the no-op run (build skipped), then the cost of each per added table:
 (500-table figure - 15-table figure) / 485, in seconds.
 
-    .venv/bin/python benchmarks/catalog_scale.py [--events 100000] [--batch 1000]
-        [--keys 200000] [--tables 3,100] [--workdir DIR]
+    .venv/bin/python benchmarks/catalog_scale.py [--events 50000] [--batch 500]
+        [--keys 20000] [--tables 3,100] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ STEPS = ("dbt parse", "full dbt build", "run with the new batch", "no-op run")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--events", type=int, default=100_000, help="history, all feeds")
-    parser.add_argument("--batch", type=int, default=1_000, help="new change events, all feeds")
-    parser.add_argument("--keys", type=int, default=200_000, help="primary keys, all feeds")
+    parser.add_argument("--events", type=int, default=50_000, help="history, all feeds")
+    parser.add_argument("--batch", type=int, default=500, help="new change events, all feeds")
+    parser.add_argument("--keys", type=int, default=20_000, help="primary keys, all feeds")
     parser.add_argument(
         "--tables", default="3,100", help="comma-separated tables per feed (two counts)"
     )
