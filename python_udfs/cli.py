@@ -147,22 +147,14 @@ def run(
     summary = stage(config, spark, log)
     project = build_state.project_fingerprint(config.project_dir, extra_vars)
     fingerprint = build_state.build_fingerprint(config.project_dir, config.lake_root, extra_vars)
-    if (
-        not force
-        and not dbt_args
-        and not unit_tests
-        and fingerprint == build_state.last_build(config.lake_root)
-    ):
+    # a plain `cdc run`: only then may the build be skipped or narrowed to the data
+    plain = not force and not dbt_args and not unit_tests
+    if plain and fingerprint == build_state.last_build(config.lake_root):
         log(
             "nothing new since the last successful build: dbt build skipped (cdc run --force builds)"
         )
         return summary, True, False
-    data_only = (
-        not force
-        and not dbt_args
-        and not unit_tests
-        and project == build_state.last_project(config.lake_root)
-    )
+    data_only = plain and project == build_state.last_project(config.lake_root)
     build_state.forget_build(config.lake_root)
     args = list(dbt_args or [])
     if not unit_tests:
