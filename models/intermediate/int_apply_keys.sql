@@ -82,7 +82,9 @@ previous_touched as (
         previous_state.source_schema,
         previous_state.source_table,
         previous_state.primary_key,
+        previous_state.current_version,
         previous_state.last_event_order,
+        previous_state.rebuilt_generation,
         key_first_new_events.first_event_order,
         table_first_new_resets.first_new_reset_order
     from previous_state
@@ -192,16 +194,51 @@ classified_keys as (
     from rebuilt_keys_3
 ),
 
-classified_previous_state as (
-    -- the previous state of the classified keys (a broadcast semi join, as above)
-    select /*+ broadcast(classified_keys) */ previous_state.*
-    from previous_state
-    left semi join classified_keys
+reached_keys as (
+    -- the keys rebuilt only because a key change links them to a rebuilt key (not touched)
+    select
+        rebuilt_keys_3.feed,
+        rebuilt_keys_3.source_schema,
+        rebuilt_keys_3.source_table,
+        rebuilt_keys_3.primary_key
+    from rebuilt_keys_3
+    left anti join first_classified
         on
-            previous_state.feed = classified_keys.feed
-            and previous_state.source_schema = classified_keys.source_schema
-            and previous_state.source_table = classified_keys.source_table
-            and previous_state.primary_key = classified_keys.primary_key
+            rebuilt_keys_3.feed = first_classified.feed
+            and rebuilt_keys_3.source_schema = first_classified.source_schema
+            and rebuilt_keys_3.source_table = first_classified.source_table
+            and rebuilt_keys_3.primary_key = first_classified.primary_key
+),
+
+classified_previous_state as (
+    -- the previous state of the classified keys: the touched keys' from previous_touched, and
+    -- the few keys reached through key changes looked up once more (a broadcast semi join:
+    -- a reset makes every key of its table touched, too many to broadcast, but not reached)
+    select
+        feed,
+        source_schema,
+        source_table,
+        primary_key,
+        current_version,
+        last_event_order,
+        rebuilt_generation
+    from previous_touched
+    union all
+    select /*+ broadcast(reached_keys) */
+        previous_state.feed,
+        previous_state.source_schema,
+        previous_state.source_table,
+        previous_state.primary_key,
+        previous_state.current_version,
+        previous_state.last_event_order,
+        previous_state.rebuilt_generation
+    from previous_state
+    left semi join reached_keys
+        on
+            previous_state.feed = reached_keys.feed
+            and previous_state.source_schema = reached_keys.source_schema
+            and previous_state.source_table = reached_keys.source_table
+            and previous_state.primary_key = reached_keys.primary_key
 ),
 
 classified as (
