@@ -9,7 +9,10 @@
         {%- set query -%}
             select column_name, spark_type
             from {{ ref('cdc_columns') }}
-            where feed = '{{ feed }}' and source_schema = '{{ source_schema }}' and source_table = '{{ source_table }}'
+            where
+                feed = {{ cdc_sql_string(feed) }}
+                and source_schema = {{ cdc_sql_string(source_schema) }}
+                and source_table = {{ cdc_sql_string(source_table) }}
             order by ordinal
         {%- endset -%}
         {%- set columns = run_query(query).rows -%}
@@ -72,9 +75,12 @@ mart_rows as (
 table_rows as (
     select * from mart_rows
     where
-        feed = '{{ feed }}'
-        and source_schema = '{{ source_schema }}'
-        and source_table = '{{ source_table }}'
+        feed = {{ cdc_sql_string(feed) }}
+        {%- if mart == 'current_state' %}
+        and table_key = '{{ cdc_table_key(feed, source_schema, source_table) }}'
+        {%- endif %}
+        and source_schema = {{ cdc_sql_string(source_schema) }}
+        and source_table = {{ cdc_sql_string(source_table) }}
 ),
 
 typed as (
@@ -83,7 +89,7 @@ typed as (
         {{ name }},
         {%- endfor %}
         {%- for column in columns %}
-        cast(row['{{ column[0] }}'] as {{ column[1] }}) as `{{ column[0] | lower }}`,
+        cast(row[{{ cdc_sql_string(column[0]) }}] as {{ column[1] }}) as {{ cdc_quote_identifier(column[0] | lower) }},
         {%- endfor %}
         {{ trailing_columns | join(',\n        ') }}
     from table_rows

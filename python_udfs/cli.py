@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import os
 import re
@@ -267,9 +268,17 @@ def scaffold(config: ProjectConfig, log=print) -> int:
 
     Existing seed rows are kept (hand edits win); tables declared by a ``.dfm`` or MD message
     but not yet in the seeds are appended with Spark types mapped from the vendor types. Then
-    every table of ``cdc_tables.csv`` gets ``models/marts/tables/<feed>__<schema>__<table>.sql``
-    if it has none.
+    every table of ``cdc_tables.csv`` gets its typed model files (:func:`typed_model_name`) if
+    it has none, and ``_tables__models.yml`` is rewritten.
+
+    Everything is checked before anything is written: the new seeds are read back with
+    :func:`python_udfs.config.load_catalog` from a scratch folder and every file is rendered
+    in memory; a :class:`ConfigError` leaves the project as it was. Idempotent: a second
+    scaffold of the same metadata adds nothing and writes the same files.
     """
+    import tempfile
+
+    from python_udfs.config import load_catalog
     from python_udfs.spark import get_spark
     from python_udfs.staging import Stager
 
@@ -282,11 +291,19 @@ def scaffold(config: ProjectConfig, log=print) -> int:
     new_columns, new_tables, skipped = scaffold_rows(rows, set(config.catalog))
     for line in skipped:
         log(f"  skipped {line}")
-    _append_csv(columns_path, CDC_COLUMNS_HEADER, new_columns)
-    _append_csv(tables_path, CDC_TABLES_HEADER, new_tables)
+    seed_texts = {
+        columns_path: _appended_csv(columns_path, CDC_COLUMNS_HEADER, new_columns),
+        tables_path: _appended_csv(tables_path, CDC_TABLES_HEADER, new_tables),
+    }
+    with tempfile.TemporaryDirectory() as scratch:
+        for path, text in seed_texts.items():
+            (Path(scratch) / path.name).write_text(text, encoding="utf-8")
+        catalog, spark_types, _ = load_catalog(Path(scratch), config.feeds)
+    files = typed_model_files(catalog, spark_types)
+    for path, text in seed_texts.items():
+        _replace_text(path, text)
+    written = _write_typed_files(config.project_dir, files)
     log(f"seeds: {len(new_tables)} table(s), {len(new_columns)} column(s) added")
-    config = load_project(config.project_dir, check_paths=False)
-    written = write_typed_models(config)
     log(f"models: {written} typed model file(s) written under {TYPED_MODELS_DIR}")
     return 0
 
@@ -298,11 +315,14 @@ def scaffold_rows(
 
     Tables already in the catalog (``known``: ``(feed, schema, table)``) are left as they are;
     the latest table version of each new one gives its columns, in ordinal order, with Spark
-    types from :func:`spark_type_for`. A table whose schema, table or a column name cannot be
-    carried into SQL, Jinja or a file name (:func:`python_udfs.config.unsafe_name_reason`) is
-    skipped whole, before anything is appended, with one line in ``skipped`` naming it and why.
+    types from :func:`spark_type_for`. Names are kept as the feed spells them (quotes,
+    newlines and braces included). A table with a name :func:`python_udfs.config.unsafe_name_reason`
+    refuses (empty, a NUL character, too long) is skipped whole, before anything is appended,
+    with one line in ``skipped`` naming it and why;
+    so is a table whose columns cannot all be typed-view columns
+    (:func:`python_udfs.config.table_columns_problem`).
     """
-    from python_udfs.config import unsafe_name_reason
+    from python_udfs.config import table_columns_problem, unsafe_name_reason
 
     latest: dict[tuple[str, str, str], dict[str, dict]] = {}
     for r in sorted(rows, key=lambda r: (r["table_version"] or 0, r["ingest_batch_id"])):
@@ -315,11 +335,15 @@ def scaffold_rows(
         names = [("schema", key[1]), ("table", key[2])] + [("column", c) for c in cols]
         problems = [(kind, name, unsafe_name_reason(name)) for kind, name in names]
         problems = [p for p in problems if p[2]]
-        if problems:
-            kind, name, reason = problems[0]
+        problem = (
+            f"{problems[0][0]} {problems[0][1][:80]!r} {problems[0][2]}"
+            if problems
+            else table_columns_problem(list(cols))
+        )
+        if problem:
             skipped.append(
-                f"{key[0]} {key[1]!r}.{key[2]!r}: {kind} {name[:80]!r} {reason}; the table "
-                "is not scaffolded (such names are not supported yet)"
+                f"{key[0]} {key[1][:80]!r}.{key[2][:80]!r}: {problem}; declare the table in "
+                "the seeds by hand"
             )
             continue
         ordered = sorted(cols.values(), key=lambda c: c["ordinal"])
@@ -367,40 +391,61 @@ HISTORY_COLUMNS = (
 
 
 def typed_model_name(feed: str, schema: str, table: str) -> str:
-    """Return ``<feed>__<schema>__<table>`` in lower case (DESIGN.md §5).
+    """Return the typed model name of a catalog table: ``<feed>__<schema>__<table>`` in lower case.
 
-    Every character that is not a letter, digit or underscore becomes ``_`` (a dbt model and
-    file name).
+    A dbt model, file and Spark relation name: when the lower-case name holds anything but
+    ASCII letters, digits and underscores, or is over 80 characters, each such character
+    becomes ``_``, the name is cut to 60 characters and ``_`` plus the first 8 hex digits of
+    the MD5 of the three names (as JSON) is added, so two tables never share a name. The
+    names as the feed spells them stay in the catalog and the model's description.
     """
-    return re.sub(r"\W", "_", f"{feed}__{schema}__{table}".lower())
+    name = f"{feed}__{schema}__{table}".lower()
+    if re.fullmatch(r"[a-z0-9_]{1,80}", name):
+        return name
+    digest = hashlib.md5(json.dumps([feed, schema, table]).encode()).hexdigest()[:8]
+    return f"{re.sub(r'[^a-z0-9_]', '_', name)[:60]}_{digest}"
 
 
-def write_typed_models(config: ProjectConfig) -> int:
-    """Write the typed current-state and history model files a catalog table lacks; return how many.
+def jinja_text(text: str) -> str:
+    """Return ``text`` so that dbt's Jinja rendering of a YAML value or a description yields it.
 
-    Both are views (on ``current_state`` and ``history``): they hold no data, so a run with new
-    data only leaves them as they are (ADR 0009), whatever the number of tables.
+    Text without ``{`` is returned as it is; otherwise it becomes one Jinja expression holding
+    it as a string literal (``{{ "..." }}``), so ``{{ 7*7 }}`` in a name is shown, not run.
+    """
+    if "{" not in text:
+        return text
+    return "{{ " + json.dumps(text, ensure_ascii=False) + " }}"
 
-    Also rewrites ``models/marts/tables/_tables__models.yml`` from the catalog, so that every
-    typed model and column is documented and its primary key tested.
+
+def typed_model_files(
+    catalog: dict[tuple[str, str, str], list], spark_types: dict[tuple[str, str, str], dict]
+) -> dict[str, str]:
+    """Return the typed model files of a catalog: file name under TYPED_MODELS_DIR → text.
+
+    Per table (``(feed, schema, table)`` → catalog columns) a current-state and a history
+    view (``<name>.sql``, ``<name>__history.sql``, :func:`typed_model_name`), plus
+    ``_tables__models.yml`` documenting every model and column. Both are views (on
+    ``current_state`` and ``history``): they hold no data, so a run with new data only leaves
+    them as they are (ADR 0009), whatever the number of tables. Names reach the model files as
+    Jinja string literals (JSON-escaped) and the YAML through :func:`jinja_text`: a quote,
+    newline or ``{{ }}`` in a name is carried, never rendered.
     """
     import yaml
 
-    folder = config.project_dir / TYPED_MODELS_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    written = 0
+    files: dict[str, str] = {}
     docs = []
-    for (feed, schema, table), columns in sorted(config.catalog.items()):
-        types = config.spark_types[(feed, schema, table)]
+    for (feed, schema, table), columns in sorted(catalog.items()):
+        types = spark_types[(feed, schema, table)]
         keys = sorted(
             (c for c in columns if c.primary_key_position), key=lambda c: c.primary_key_position
         )
-        key_text = ", ".join(c.column_name for c in keys) or "none declared"
+        key_text = jinja_text(", ".join(c.column_name for c in keys) or "none declared")
+        where = f"{jinja_text(schema)}.{jinja_text(table)} from feed {feed}"
         column_docs = [
             {
-                "name": c.column_name.lower(),
+                "name": jinja_text(c.column_name.lower()),
                 "description": (
-                    f"{c.column_name}: source type {c.source_type}"
+                    f"{jinja_text(c.column_name)}: source type {c.source_type}"
                     + (f"({c.precision},{c.scale})" if c.precision else "")
                     + f", as {types[c.column_name]}"
                     + (
@@ -419,8 +464,8 @@ def write_typed_models(config: ProjectConfig) -> int:
             {
                 "name": name,
                 "description": (
-                    f"Current state of {schema}.{table} from feed {feed} (a view on `current_state`): one "
-                    f"row per live key, columns cast from canonical text to the catalog's Spark types. "
+                    f"Current state of {where} (a view on `current_state`): one row per live "
+                    "key, columns cast from canonical text to the catalog's Spark types. "
                     f"Primary key: {key_text}."
                 ),
                 "columns": [
@@ -445,8 +490,8 @@ def write_typed_models(config: ProjectConfig) -> int:
             {
                 "name": f"{name}__history",
                 "description": (
-                    f"SCD type 2 history of {schema}.{table} from feed {feed} (a view on `history`): "
-                    f"one row per version of a key, columns cast to the catalog's Spark types. "
+                    f"SCD type 2 history of {where} (a view on `history`): one row per version "
+                    "of a key, columns cast to the catalog's Spark types. "
                     f"Primary key: {key_text}."
                 ),
                 "columns": [
@@ -460,31 +505,45 @@ def write_typed_models(config: ProjectConfig) -> int:
                 ],
             }
         )
-    (folder / "_tables__models.yml").write_text(
+        arguments = ", ".join(json.dumps(n, ensure_ascii=False) for n in (feed, schema, table))
+        for suffix, macro in (("", "cdc_typed_current_state"), ("__history", "cdc_typed_history")):
+            files[f"{name}{suffix}.sql"] = (
+                "{{ config(materialized='view') }}\n" + f"{{{{ {macro}({arguments}) }}}}\n"
+            )
+    files["_tables__models.yml"] = (
         "# Generated by `cdc scaffold` from seeds/cdc_columns.csv; edits are overwritten.\n"
         + yaml.safe_dump(
             {"version": 2, "models": docs}, sort_keys=False, allow_unicode=True, width=100
-        ),
-        encoding="utf-8",
+        )
     )
-    for feed, schema, table in sorted(config.catalog):
-        name = typed_model_name(feed, schema, table)
-        for path, body in (
-            (
-                folder / f"{name}.sql",
-                "{{ config(materialized='view') }}\n"
-                f"{{{{ cdc_typed_current_state('{feed}', '{schema}', '{table}') }}}}\n",
-            ),
-            (
-                folder / f"{name}__history.sql",
-                "{{ config(materialized='view') }}\n"
-                f"{{{{ cdc_typed_history('{feed}', '{schema}', '{table}') }}}}\n",
-            ),
-        ):
-            if path.exists():
-                continue
-            path.write_text(body, encoding="utf-8")
-            written += 1
+    return files
+
+
+def write_typed_models(config: ProjectConfig) -> int:
+    """Write the typed model files of ``config``'s catalog (:func:`typed_model_files`).
+
+    Model files that exist are kept (hand edits win); ``_tables__models.yml`` is rewritten.
+    Returns how many model files were written.
+    """
+    return _write_typed_files(
+        config.project_dir, typed_model_files(config.catalog, config.spark_types)
+    )
+
+
+def _write_typed_files(project_dir: Path, files: dict[str, str]) -> int:
+    """Write typed model ``files`` under the project's TYPED_MODELS_DIR; return the SQL count.
+
+    A model file that exists is kept (hand edits win); the YAML file is always rewritten.
+    """
+    folder = project_dir / TYPED_MODELS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for name, text in files.items():
+        path = folder / name
+        if name.endswith(".sql") and path.exists():
+            continue
+        _replace_text(path, text)
+        written += name.endswith(".sql")
     return written
 
 
@@ -606,11 +665,25 @@ def tab_separated(columns: list[str], rows: list[tuple]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _append_csv(path: Path, header: list[str], rows: list[dict]) -> None:
-    if not rows:
-        return
-    with path.open("a", encoding="utf-8", newline="") as fh:
-        csv.DictWriter(fh, fieldnames=header, lineterminator="\n").writerows(rows)
+def _appended_csv(path: Path, header: list[str], rows: list[dict]) -> str:
+    """Return the text of the CSV file ``path`` with ``rows`` appended (csv quoting)."""
+    import io
+
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if not text:
+        text = ",".join(header) + "\n"
+    elif not text.endswith("\n"):
+        text += "\n"
+    out = io.StringIO()
+    csv.DictWriter(out, fieldnames=header, lineterminator="\n").writerows(rows)
+    return text + out.getvalue()
+
+
+def _replace_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a scratch file and a rename (never half a file)."""
+    scratch = path.with_name(f".{path.name}.tmp")
+    scratch.write_text(text, encoding="utf-8")
+    os.replace(scratch, path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,28 +54,51 @@ class ConfigError(Exception):
     """A configuration mistake: the message names the file and the fix."""
 
 
-#: Characters a feed, schema, table or column name may not hold: quotes, backticks and
-#: backslashes (SQL literals and identifiers), ``;``, Jinja's braces, control characters
-#: (newlines). Names reach generated model files, Jinja and Spark SQL. (``#``, ``$`` and ``%``
-#: are fine: Oracle names use them, and Jinja needs a brace before them.)
-_UNSAFE_NAME = re.compile(r"['\"`\\;{}\x00-\x1f\x7f]")
-#: Longest name accepted (characters); typed model and file names are built from three.
-MAX_NAME_LENGTH = 128
+#: Longest schema, table or column name accepted (characters). The Hive metastore holds a
+#: view's column names in VARCHAR(767); typed model names are shortened (cli.typed_model_name).
+MAX_NAME_LENGTH = 512
+#: Typed-view columns a source column may not be named (case-insensitively): the views' own.
+RESERVED_COLUMN_NAMES = frozenset(
+    (
+        "primary_key version_id last_change_position last_committed_at valid_from valid_to "
+        "valid_from_position valid_to_position opened_by_operation closed_by_operation "
+        "is_current is_deleted"
+    ).split()
+)
 
 
 def unsafe_name_reason(name: str) -> str | None:
-    """Return why ``name`` cannot be a feed, schema, table or column name, or None when it can.
+    """Return why ``name`` cannot be a schema, table or column name, or None when it can.
 
-    Any letter (Japanese included), digit, space and most punctuation are fine; see
-    :data:`_UNSAFE_NAME` and :data:`MAX_NAME_LENGTH`.
+    Names come from the data (a Kafka MD message, a Qlik folder or ``.dfm``, a sourcedefs file)
+    and are carried as they are: quotes, backticks, backslashes, ``;``, newlines and Jinja
+    braces are quoted or escaped wherever a name reaches SQL, Jinja, YAML or a file name
+    (macros ``cdc_sql_string`` and ``cdc_quote_identifier``, :func:`python_udfs.cli.typed_model_name`).
+    Refused: an empty name, a NUL character, and more than :data:`MAX_NAME_LENGTH` characters.
     """
     if not name:
         return "is empty"
     if len(name) > MAX_NAME_LENGTH:
         return f"is {len(name)} characters long (at most {MAX_NAME_LENGTH})"
-    bad = _UNSAFE_NAME.search(name)
-    if bad:
-        return f"holds {bad.group(0)!r}, which SQL, Jinja or a file name cannot carry"
+    if "\x00" in name:
+        return "holds a NUL character"
+    return None
+
+
+def table_columns_problem(column_names: list[str]) -> str | None:
+    """Return why one table's column names cannot become a typed view's columns, or None.
+
+    The views name their columns in lower case next to their own (:data:`RESERVED_COLUMN_NAMES`),
+    so two names equal in lower case, or one of those, cannot both be columns.
+    """
+    seen: dict[str, str] = {}
+    for name in column_names:
+        lower = name.lower()
+        if lower in RESERVED_COLUMN_NAMES:
+            return f"column {name!r} has the name of a typed view column ({lower})"
+        if lower in seen:
+            return f"columns {seen[lower]!r} and {name!r} are equal in lower case"
+        seen[lower] = name
     return None
 
 
@@ -314,8 +337,8 @@ def load_catalog(seeds_dir: Path, feeds: Mapping[str, FeedConfig]):
             reason = unsafe_name_reason(row[field_name])
             if reason:
                 raise ConfigError(
-                    f"{columns_path}:{line}: {field_name} {row[field_name]!r} {reason}. Remove "
-                    "the row: such names are not supported yet (their records stay rejects)."
+                    f"{columns_path}:{line}: {field_name} {row[field_name][:80]!r} {reason}. "
+                    "Remove the row (the table's records stay rejects naming it)."
                 )
         column = MetadataColumn(
             source_schema=row["source_schema"],

@@ -118,3 +118,68 @@ def read_mart(lake: Path, table: str, schema: str = "cdc") -> list[dict]:
             if isinstance(value, list) and value and isinstance(value[0], tuple):
                 row[key] = dict(value)
     return rows
+
+
+#: Names from the data that once broke scaffolding, the dbt parse or Spark SQL (issue 14): a
+#: single quote, a double quote, a backtick, ``;``, a newline, Jinja, a backslash, 300 characters.
+HOSTILE_NAMES = [
+    "O'BRIEN",
+    'say "hi"',
+    "back`tick",
+    "a;drop table x",
+    "two\nlines",
+    "{{ 7*7 }}",
+    "C:\\temp",
+    "x" * 300,
+]
+#: The schema of the hostile tables of :func:`hostile_kafka_dump`.
+HOSTILE_SCHEMA = "S'; --"
+
+
+def hostile_kafka_dump() -> bytes:
+    """A Qlik Kafka JSON dump declaring one table per :data:`HOSTILE_NAMES` name.
+
+    Each table ``HOSTILE_SCHEMA.<name>`` has the key column ``ID`` and one column named
+    ``<name>``; its changes insert keys 1 and 2 (values ``one`` and ``two``), then update key 1
+    to ``uno``. Every message is its own transaction.
+    """
+    lines, seq = [], 0
+    for number, name in enumerate(HOSTILE_NAMES, start=1):
+        schema_id = f"HOSTILE-{number}"
+        md = {
+            "schemaId": schema_id,
+            "lineage": {"schema": HOSTILE_SCHEMA, "table": name, "tableVersion": 1},
+            "tableStructure": {
+                "tableColumns": {
+                    "ID": {"ordinal": 1, "type": "INT4", "primaryKeyPosition": 1},
+                    name: {"ordinal": 2, "type": "STRING", "nullable": True},
+                }
+            },
+            "dataSchema": "",
+        }
+        lines.append({"magic": "atMSG", "type": "MD", "message": md})
+        for op, key, value, before in (
+            ("INSERT", 1, "one", None),
+            ("INSERT", 2, "two", None),
+            ("UPDATE", 1, "uno", "one"),
+        ):
+            seq += 1
+            message = {
+                "data": {"ID": key, name: value},
+                "beforeData": None if before is None else {"ID": key, name: before},
+                "headers": {
+                    "operation": op,
+                    "changeSequence": f"2025060100000000{seq:019d}",
+                    "timestamp": "2024-01-01T00:00:00.000",
+                    "streamPosition": "",
+                    "transactionId": f"T{seq:04d}",
+                    "changeMask": "03" if op == "INSERT" else "02",
+                    "columnMask": "03",
+                    "transactionEventCounter": 1,
+                    "transactionLastEvent": True,
+                },
+            }
+            lines.append(
+                {"magic": "atMSG", "type": "DT", "messageSchemaId": schema_id, "message": message}
+            )
+    return b"".join(json.dumps(line).encode() + b"\n" for line in lines)

@@ -1,7 +1,7 @@
 import pytest
 
 from python_udfs.cli import main
-from tests.spark_project import make_project, write_seeds
+from tests.spark_project import HOSTILE_NAMES, make_project, write_seeds
 
 
 @pytest.fixture
@@ -163,14 +163,15 @@ def test_a_second_process_on_the_same_lake_stops_at_once(project, monkeypatch, t
     assert f"{lake.resolve()}: the lake is in use by cdc process {holder.pid}" in err
 
 
-HOSTILE_NAMES = ["O'BRIEN", 'say "hi"', "back`tick", "a;drop", "two\nlines", "{{ 7*7 }}", "x" * 300]
+#: Names nothing can carry (empty, NUL, over config.MAX_NAME_LENGTH characters).
+REFUSED_NAMES = ["", "a\x00b", "x" * 513]
 
 
-def test_scaffold_skips_tables_whose_names_cannot_reach_sql_and_keeps_the_others():
+def test_scaffold_keeps_names_from_the_data_and_skips_only_what_cannot_be_a_table():
     """issue 14: names from the data (a Kafka MD message, a Qlik folder, a sourcedefs file)
-    with quotes, backticks, `;`, a newline, Jinja braces or 300 characters once crashed
-    `cdc scaffold` halfway or broke the dbt parse; each such table is skipped with one line,
-    before anything is appended, and the other tables are scaffolded."""
+    with quotes, backticks, `;`, a newline, Jinja braces or 300 characters are scaffolded as
+    they are (the end-to-end test runs them); a table with an empty, NUL or overlong name, or
+    columns a typed view cannot hold, is skipped with one line before anything is appended."""
     from python_udfs.cli import scaffold_rows, typed_model_name
 
     def column(table, name, ordinal, schema="S"):
@@ -192,22 +193,29 @@ def test_scaffold_skips_tables_whose_names_cannot_reach_sql_and_keeps_the_others
 
     rows = [column("GOOD", "ID", 1), column("顧客", "番号", 1), column("GOOD", "EMP#", 2)]
     for i, name in enumerate(HOSTILE_NAMES):
-        rows += [column(f"T{i}", "ID", 1), column(f"T{i}", name, 2)]  # a hostile column
-        rows += [column(name, "ID", 1)]  # a hostile table
-    rows += [column("T", "ID", 1, schema="S'; --")]
+        rows += [column(f"T{i}", "ID", 1), column(f"T{i}", name, 2)]
+    for i, name in enumerate(REFUSED_NAMES):
+        rows += [column(f"R{i}", "ID", 1), column(f"R{i}", name, 2)]  # a refused column
+        rows += [column(name, "ID", 1)]  # a refused table
+    rows += [column("CASE", "ID", 1), column("CASE", "Name", 2), column("CASE", "NAME", 3)]
+    rows += [column("SOFT", "ID", 1), column("SOFT", "IS_DELETED", 2)]
     columns, tables, skipped = scaffold_rows(rows, known=set())
-    assert [(t["source_schema"], t["source_table"]) for t in tables] == [
-        ("S", "GOOD"),
-        ("S", "顧客"),
-    ]
-    assert {c["column_name"] for c in columns} == {"ID", "EMP#", "番号"}
-    assert len(skipped) == 2 * len(HOSTILE_NAMES) + 1 and all("\n" not in s for s in skipped)
-    assert typed_model_name("k", "S", "顧客") == "k__s__顧客"
-    assert typed_model_name("k", "S.X", "A-B C") == "k__s_x__a_b_c"
+    assert {t["source_table"] for t in tables} == {"GOOD", "顧客"} | {
+        f"T{i}" for i in range(len(HOSTILE_NAMES))
+    }
+    assert {c["column_name"] for c in columns} == {"ID", "EMP#", "番号", *HOSTILE_NAMES}
+    assert len(skipped) == 2 * len(REFUSED_NAMES) + 2 and all("\n" not in s for s in skipped)
+    assert sum("equal in lower case" in s for s in skipped) == 1
+    assert sum("typed view column" in s for s in skipped) == 1
+    assert typed_model_name("k", "S", "CUSTOMERS") == "k__s__customers"
+    # anything but ASCII letters, digits and _ (or a long name) gets a digest: no two collide
+    assert typed_model_name("k", "S.X", "A-B C").startswith("k__s_x__a_b_c_")
+    assert typed_model_name("k", "S", "A-B") != typed_model_name("k", "S", "A_B")
+    assert typed_model_name("k", "S", "顧客").startswith("k__s____")
 
 
-@pytest.mark.parametrize("name", HOSTILE_NAMES)
-def test_a_seed_row_with_a_name_sql_cannot_carry_names_its_line(
+@pytest.mark.parametrize("name", REFUSED_NAMES[1:])
+def test_a_seed_row_with_a_name_nothing_can_carry_names_its_line(
     project, monkeypatch, tmp_path, capsys, name
 ):
     write_seeds(

@@ -12,7 +12,17 @@ import pytest
 from python_udfs.cli import DEMO_TRUNCATE_EVERY
 from python_udfs.config import CDC_COLUMNS_HEADER, load_project
 from python_udfs.simulator import JP_TABLES, catalog_rows, simulate, write_feed
-from tests.spark_project import REPO, cdc, make_project, query, read_mart, write_seeds
+from tests.spark_project import (
+    HOSTILE_NAMES,
+    HOSTILE_SCHEMA,
+    REPO,
+    cdc,
+    hostile_kafka_dump,
+    make_project,
+    query,
+    read_mart,
+    write_seeds,
+)
 from tests.two_rounds import Contribution
 
 pytestmark = pytest.mark.spark
@@ -310,9 +320,9 @@ ITEM_MASTER_COLUMNS = [
 
 @pytest.fixture(scope="module")
 def real_samples_run(tmp_path_factory, samples):
-    """The real Qlik samples (with bad input beside them) and the real GoldenGate trails in one
-    project: ``cdc stage``, ``cdc scaffold``, the analytics engineer's key for EDW.SAMPLE, then
-    ``cdc run``. Returns ``(project, lake, run process)``."""
+    """The real Qlik samples (with bad input and tables with hostile names beside them) and the
+    real GoldenGate trails in one project: ``cdc stage``, ``cdc scaffold``, the analytics
+    engineer's key for EDW.SAMPLE, then ``cdc run``. Returns ``(project, lake, run process)``."""
     tmp_path = tmp_path_factory.mktemp("real_samples")
     landing, lake = tmp_path / "landing", tmp_path / "lake"
     (landing / "gg_tc" / "dirdef").mkdir(parents=True)
@@ -363,6 +373,10 @@ def real_samples_run(tmp_path_factory, samples):
     )
     (landing / "qlik_kafka" / "bad-0-00000000000000000005.lpv").write_bytes(
         len(envelope).to_bytes(4, "big") + envelope
+    )
+    # names from the data that SQL, Jinja, YAML or a file name cannot take as they are
+    (landing / "qlik_kafka" / "hostile-0-00000000000000000000.jsonl").write_bytes(
+        hostile_kafka_dump()
     )
 
     # item_master's dumps carry no metadata: its columns are declared in the catalog first.
@@ -487,6 +501,70 @@ def test_real_samples_through_stage_scaffold_and_run_with_bad_input(real_samples
         "4 reject(s) this batch" not in proc.stdout
     )  # the rejects were staged by the earlier `cdc stage`
     assert "│ samples_kafka" in proc.stdout
+
+
+def test_names_from_the_data_reach_every_typed_model_as_they_are(real_samples_run, tmp_path):
+    """issue 14: tables and columns named with a quote, a double quote, a backtick, `;`, a
+    newline, `{{ 7*7 }}`, a backslash or 300 characters (a Kafka MD message) go through stage,
+    scaffold and run: the seeds keep the names, the model files get safe names, Jinja in a
+    name is never rendered, each typed view is queryable, and scaffolding again changes nothing."""
+    from python_udfs.cli import TYPED_MODELS_DIR, typed_model_files, typed_model_name
+
+    project, lake, _proc = real_samples_run
+    landing = lake.parent / "landing"
+    seeds = project / "seeds"
+    columns = list(csv.DictReader((seeds / "cdc_columns.csv").open(encoding="utf-8")))
+    hostile = {
+        c["source_table"]: c["column_name"]
+        for c in columns
+        if c["source_schema"] == HOSTILE_SCHEMA and c["column_name"] != "ID"
+    }
+    assert hostile == {name: name for name in HOSTILE_NAMES}
+    models = {
+        name: typed_model_name("samples_kafka", HOSTILE_SCHEMA, name) for name in HOSTILE_NAMES
+    }
+    assert len(set(models.values())) == len(HOSTILE_NAMES)
+    folder = project / TYPED_MODELS_DIR
+    assert all((folder / f"{m}.sql").is_file() for m in models.values())
+    assert all(len(m) <= 80 and m.isascii() for m in models.values())
+
+    # Jinja in a name is text: the parsed descriptions and column names hold it as it is.
+    manifest = json.loads((project / "target" / "manifest.json").read_text(encoding="utf-8"))
+    node = manifest["nodes"][f"model.cdc_changelog.{models['{{ 7*7 }}']}"]
+    assert "S'; --.{{ 7*7 }} from feed samples_kafka" in node["description"]
+    assert "{{ 7*7 }}" in node["columns"] and "49" not in node["columns"]
+
+    # Scaffolding again appends nothing and writes no model file; the YAML is rewritten from
+    # the seeds (which the fixture edited after the first scaffold).
+    before = {p.name: p.read_bytes() for p in [*seeds.glob("*.csv"), *folder.glob("*.sql")]}
+    cdc(project, "scaffold", landing=landing, lake=lake)
+    after = {p.name: p.read_bytes() for p in [*seeds.glob("*.csv"), *folder.glob("*.sql")]}
+    assert after == before
+    config = load_project(project, check_paths=False)
+    expected = typed_model_files(config.catalog, config.spark_types)["_tables__models.yml"]
+    assert (folder / "_tables__models.yml").read_text(encoding="utf-8") == expected
+
+    def quoted(name):
+        return "`" + name.replace("`", "``") + "`"
+
+    sql = " union all ".join(
+        f"select {n} as n, 'state' as kind, id, {quoted(name.lower())} as value, true as is_current "
+        f"from cdc.{models[name]} union all "
+        f"select {n}, 'history', id, {quoted(name.lower())}, is_current from cdc.{models[name]}__history"
+        for n, name in enumerate(HOSTILE_NAMES)
+    )
+    rows = query(project, sql, landing=landing, lake=lake)
+    for n, _name in enumerate(HOSTILE_NAMES):
+        mine = sorted(
+            (r["kind"], r["id"], r["value"], r["is_current"]) for r in rows if r["n"] == n
+        )
+        assert mine == [
+            ("history", 1, "one", False),
+            ("history", 1, "uno", True),
+            ("history", 2, "two", True),
+            ("state", 1, "uno", True),
+            ("state", 2, "two", True),
+        ], HOSTILE_NAMES[n][:20]
 
 
 def test_dbt_docs_generate_documents_every_mart_model_and_column(oracle_run):

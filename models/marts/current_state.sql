@@ -5,13 +5,15 @@
     row, UPDATE overlays the columns its after image carries, a key change moves the row to the
     new key, DELETE removes it, TRUNCATE and full loads remove every earlier row of the table.
 
-    Partitioned by table (feed, source_schema, source_table): a typed per-table view reads its
-    own table's folder only, whatever the number of tables. Not shuffled by table before the
+    Partitioned by feed and table_key (a short hash of the table's names, macro cdc_table_key):
+    a typed per-table view reads its own table's folder only, whatever the number of tables.
+    The names themselves are not partition values: names from the data may be longer than a
+    folder name or a metastore partition value can be, or hold characters a path escapes. Not shuffled by table before the
     write (that cost 5 to 24 s at 5 M events): int_key_state is partitioned by feed, so each
     table's folder gets the files of its feed's few tasks.
 -#}
 
-{{ config(partition_by=['feed', 'source_schema', 'source_table']) }}
+{{ config(partition_by=['feed', 'table_key']) }}
 
 with
 
@@ -29,7 +31,8 @@ final as (
         current_version.row,
         current_version.operation as last_operation,
         current_version.opened_order.change_position as last_change_position,
-        current_version.opened_at as last_committed_at
+        current_version.opened_at as last_committed_at,
+        {{ cdc_table_key_sql('key_state.feed', 'key_state.source_schema', 'key_state.source_table') }} as table_key
     from key_state
     where not current_version.is_deleted
 )

@@ -1,2 +1,2 @@
 {{ config(materialized='view') }}
-{{ cdc_typed_current_state('goldengate_demo', 'HR', 'EMPLOYEES') }}
+{{ cdc_typed_current_state("goldengate_demo", "HR", "EMPLOYEES") }}

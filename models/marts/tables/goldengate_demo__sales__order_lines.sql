@@ -1,2 +1,2 @@
 {{ config(materialized='view') }}
-{{ cdc_typed_current_state('goldengate_demo', 'SALES', 'ORDER_LINES') }}
+{{ cdc_typed_current_state("goldengate_demo", "SALES", "ORDER_LINES") }}

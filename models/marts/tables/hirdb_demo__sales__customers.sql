@@ -1,2 +1,2 @@
 {{ config(materialized='view') }}
-{{ cdc_typed_current_state('hirdb_demo', 'SALES', 'CUSTOMERS') }}
+{{ cdc_typed_current_state("hirdb_demo", "SALES", "CUSTOMERS") }}

@@ -1,2 +1,2 @@
 {{ config(materialized='view') }}
-{{ cdc_typed_current_state('linkexpress_demo', 'SALES', 'CUSTOMERS') }}
+{{ cdc_typed_current_state("linkexpress_demo", "SALES", "CUSTOMERS") }}

@@ -1,2 +1,2 @@
 {{ config(materialized='view') }}
-{{ cdc_typed_history('qlik_ct_demo', 'SALES', 'CUSTOMERS') }}
+{{ cdc_typed_history("qlik_ct_demo", "SALES", "CUSTOMERS") }}

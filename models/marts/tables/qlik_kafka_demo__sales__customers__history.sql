@@ -1,2 +1,2 @@
 {{ config(materialized='view') }}
-{{ cdc_typed_history('qlik_kafka_demo', 'SALES', 'CUSTOMERS') }}
+{{ cdc_typed_history("qlik_kafka_demo", "SALES", "CUSTOMERS") }}
