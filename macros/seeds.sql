@@ -1,6 +1,6 @@
 {% macro spark__load_csv_rows(model, agate_table) %}
     {#-
-        dbt-spark's seed loader with the values written as SQL literals (cdc_sql_string)
+        dbt-spark's seed loader with the values written as SQL literals (cdc_string_literal)
         instead of bound parameters: the session connection of dbt-spark 1.11 pastes a bound
         string between quotes without escaping it, so a catalog name with a quote broke the
         seed. Same statements otherwise: one `insert into ... values` per batch of rows.
@@ -15,7 +15,7 @@
                 ({%- for col_name in agate_table.column_names -%}
                     {%- set value = row[loop.index0] -%}
                     {%- set type = column_override.get(col_name, adapter.convert_type(agate_table, loop.index0)) -%}
-                    cast({% if value is none %}null{% elif value is sameas true %}true{% elif value is sameas false %}false{% elif value is number %}{{ value }}{% else %}{{ cdc_sql_string(value) }}{% endif %} as {{ type }})
+                    cast({% if value is none %}null{% elif value is sameas true %}true{% elif value is sameas false %}false{% elif value is number %}{{ value }}{% else %}{{ cdc_string_literal(value) }}{% endif %} as {{ type }})
                     {%- if not loop.last %}, {% endif -%}
                 {%- endfor -%})
                 {%- if not loop.last %},{% endif %}

@@ -10,9 +10,9 @@
             select column_name, spark_type
             from {{ ref('cdc_columns') }}
             where
-                feed = {{ cdc_sql_string(feed) }}
-                and source_schema = {{ cdc_sql_string(source_schema) }}
-                and source_table = {{ cdc_sql_string(source_table) }}
+                feed = {{ cdc_string_literal(feed) }}
+                and source_schema = {{ cdc_string_literal(source_schema) }}
+                and source_table = {{ cdc_string_literal(source_table) }}
             order by ordinal
         {%- endset -%}
         {%- set columns = run_query(query).rows -%}
@@ -75,12 +75,12 @@ mart_rows as (
 table_rows as (
     select * from mart_rows
     where
-        feed = {{ cdc_sql_string(feed) }}
+        feed = {{ cdc_string_literal(feed) }}
         {%- if mart == 'current_state' %}
         and table_key = '{{ cdc_table_key(feed, source_schema, source_table) }}'
         {%- endif %}
-        and source_schema = {{ cdc_sql_string(source_schema) }}
-        and source_table = {{ cdc_sql_string(source_table) }}
+        and source_schema = {{ cdc_string_literal(source_schema) }}
+        and source_table = {{ cdc_string_literal(source_table) }}
 ),
 
 typed as (
@@ -89,7 +89,7 @@ typed as (
         {{ name }},
         {%- endfor %}
         {%- for column in columns %}
-        cast(row[{{ cdc_sql_string(column[0]) }}] as {{ column[1] }}) as {{ cdc_quote_identifier(column[0] | lower) }},
+        cast(row[{{ cdc_string_literal(column[0]) }}] as {{ column[1] }}) as {{ cdc_quote_identifier(column[0] | lower) }},
         {%- endfor %}
         {{ trailing_columns | join(',\n        ') }}
     from table_rows

@@ -33,7 +33,8 @@
           --full-refresh, or when a state table is missing;
         - ('all', feed, none, none, none): every batch of the feed, for a feed whose new files
           sort before files already applied (a late file of a GoldenGate trail, a HiRDB
-          SQLTXT stream or a Linkexpress feed, whose transactions follow file order);
+          SQLTXT stream or a Linkexpress feed, whose transactions follow file order), and for
+          a feed with a file restaged by `cdc restage` (status 'restaged');
         - ('new', none, batch, none, none): committed batches not yet in int_staged_batches;
         - ('from', feed, batch, file, offset): the feed's records from the first record of a
           transaction still pending (by file name, then byte offset), in the batches from the
@@ -119,6 +120,11 @@
                 and new_files.status != 'duplicate'  -- a re-delivery is not read
                 and applied_files.file_name > new_files.file_name
                 and new_files.feed in ({{ ordered_feeds | join(', ') }})
+            union
+            -- records of a file decoded again by `cdc restage` sit among applied ones
+            select new_files.feed
+            from new_files
+            where new_files.status = 'restaged'
         ),
 
         pending_from as (
@@ -235,16 +241,4 @@
         {%- do conditions.append('ingest_batch_id in (' ~ new_batches | join(', ') ~ ')') -%}
     {%- endif -%}
     {{ return('(' ~ (conditions | join(' or ') if conditions else 'false') ~ ')') }}
-{% endmacro %}
-
-
-{% macro cdc_string_literal(value) %}
-    {#-
-        A Spark SQL string literal of `value` (backslashes and single quotes escaped, as Spark's
-        parser reads them by default), or `cast(null as string)` when it is none.
-    -#}
-    {%- if value is none -%}
-        {{ return('cast(null as string)') }}
-    {%- endif -%}
-    {{ return("'" ~ (value | string | replace('\\', '\\\\') | replace("'", "\\'")) ~ "'") }}
 {% endmacro %}

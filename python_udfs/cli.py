@@ -198,7 +198,7 @@ def print_summary(config: ProjectConfig, summary, elapsed: float) -> None:
             ("current_state", "count(distinct source_schema, source_table)"),
             ("current_state", "count(*)"),
             ("history", "count(*)"),
-            ("ingest_rejects", "count(*)"),
+            ("ingest_rejects", "count_if(restaged_batch_id is null)"),
         )
     ]
     for feed in config.feeds:
@@ -696,6 +696,7 @@ def main(argv: list[str] | None = None) -> int:
         ("run", "stage, then dbt build in the same Spark session"),
         ("demo", "simulate feeds, run, print a summary"),
         ("scaffold", "write catalog seeds and typed model files from feed metadata"),
+        ("restage", "decode the open rejects again (after declaring a table), in a new batch"),
         ("sql", "run one Spark SQL query on the embedded engine and print its rows"),
         ("thrift-server", "start a Spark Thrift Server on loopback against the lake"),
     ):
@@ -706,6 +707,9 @@ def main(argv: list[str] | None = None) -> int:
         if name == "thrift-server":
             p.add_argument("--port", type=int, default=10001, help="port (default 10001)")
             p.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
+        if name == "restage":
+            p.add_argument("--feed", help="only files of this feed")
+            p.add_argument("--reason", help="only files with an open reject of this reason code")
         if name == "sql":
             p.add_argument("query", help="the query, e.g. 'select * from cdc.history limit 20'")
             p.add_argument("--json", action="store_true", help="print one JSON object per row")
@@ -725,12 +729,19 @@ def main(argv: list[str] | None = None) -> int:
             )
     args = parser.parse_args(argv)
     project_dir = args.project_dir.resolve()
-    log = _console().print
+    console = _console()
+
+    def log(text: str) -> None:
+        # file, table and feed names are text, never rich markup ("[ingested]" stays)
+        console.print(text, markup=False)
+
     try:
         if args.command == "demo":
             return demo(project_dir, args.seed, log)
         extra = _parse_vars(args.vars)
-        config = load_project(project_dir, extra, check_paths=args.command in ("stage", "run"))
+        config = load_project(
+            project_dir, extra, check_paths=args.command in ("stage", "run", "restage")
+        )
         _export_roots(config)
         if args.command == "sql":
             return sql(config, args.query, args.json)
@@ -744,6 +755,19 @@ def main(argv: list[str] | None = None) -> int:
             os.execv(command[0], command)  # replaces this process; stop it with Ctrl-C
         if args.command == "stage":
             stage(config, log=log)
+            return 0
+        if args.command == "restage":
+            from python_udfs.spark import get_spark
+            from python_udfs.staging import Stager
+
+            summary = Stager(get_spark(config.lake_root), config, log).restage(
+                args.feed, args.reason
+            )
+            rows, rejects = sum(summary.rows.values()), sum(summary.rejects.values())
+            log(
+                f"restaged {summary.files_ingested} file(s): {rows} record(s) landed, "
+                f"{rejects} still rejected; `cdc run` applies them"
+            )
             return 0
         if args.command == "run":
             started = time.monotonic()

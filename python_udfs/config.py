@@ -73,7 +73,7 @@ def unsafe_name_reason(name: str) -> str | None:
     Names come from the data (a Kafka MD message, a Qlik folder or ``.dfm``, a sourcedefs file)
     and are carried as they are: quotes, backticks, backslashes, ``;``, newlines and Jinja
     braces are quoted or escaped wherever a name reaches SQL, Jinja, YAML or a file name
-    (macros ``cdc_sql_string`` and ``cdc_quote_identifier``, :func:`python_udfs.cli.typed_model_name`).
+    (macros ``cdc_string_literal`` and ``cdc_quote_identifier``, :func:`python_udfs.cli.typed_model_name`).
     Refused: an empty name, a NUL character, and more than :data:`MAX_NAME_LENGTH` characters.
     """
     if not name:

@@ -405,6 +405,13 @@ def decode_trail_file(
         result.consumed_end = len(data)
         return result
     (header_length,) = struct.unpack_from(order + "H", data, 2)
+    if header_length > len(data):
+        if final:
+            message = f"file header of {header_length} bytes overruns the file ({len(data)})"
+            result.rejects.append(Reject.of(data, 0, len(data), 0, "truncated_record", message))
+            result.consumed_end = len(data)
+        return result  # not final: the writer is still writing the header
+    result.consumed_end = max(result.consumed_end, header_length)
     try:
         info = _file_header(data, order, header_length)
     except (ValueError, struct.error) as exc:

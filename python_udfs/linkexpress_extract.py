@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from python_udfs.canonical import japanese_text_score
-from python_udfs.records import DecodeResult, MetadataColumn, Reject
+from python_udfs.records import DecodeResult, FrameChains, MetadataColumn, Reject
 from python_udfs.records import RecordError as _Bad
 
 FORMAT = "linkexpress_extract"
@@ -551,6 +551,24 @@ class _File:
         return ParsedRecord(pos, end - pos, valid, ext_id, op, length, values)
 
 
+#: The shortest record of a length-prefixed layout, in bytes: C/D/E (False), A/B (True).
+_MINIMUM_RECORD = {False: 8, True: 6}
+
+
+def _frame_holds(data: bytes, layout: Layout, pos: int, end: int) -> bool:
+    """Tell whether a rejected last record of a length-prefixed file was framed soundly.
+
+    True when the record at ``pos`` reaches exactly to the end of the file by its length: its
+    content was bad, not its framing. (For a record inside the file the caller asks
+    :class:`FrameChains` whether its end is sound.)
+    """
+    if pos + 4 > len(data):
+        return False
+    length = struct.unpack_from(layout.order + "i", data, pos)[0]
+    total = length + (4 if layout.basis == "exclusive" else 0)
+    return total >= _MINIMUM_RECORD[layout.letter in "AB"] and pos + total == end == len(data)
+
+
 class _Framing(_Bad):
     """A bad record whose end is known (``end``) or, for framing errors, the end of file."""
 
@@ -882,6 +900,7 @@ def decode_extract_file(
     pos, index = 0, 0
     fixed = reader.fixed_size()
     fast: dict[int, ParsedRecord] = {}  # fixed-length files: records read by numpy, by offset
+    chains: FrameChains | None = None  # length-prefixed files: where to resume after damage
     if fixed is not None and data[:2] != b"\xff\xff":
         records = read_fixed_records(data, fixed, layout, file_items, str(opts["zoned_sign"]))
         fast = {r.offset: r for r in records if r is not None}
@@ -894,8 +913,18 @@ def decode_extract_file(
         try:
             record = reader.read(pos)
         except _Framing as bad:
-            parsed.append((index, Reject.of(data, pos, bad.end, index, bad.reason, str(bad))))
-            pos = bad.end
+            end = bad.end
+            if layout.has_length and not _frame_holds(data, layout, pos, end):
+                chains = chains or FrameChains(
+                    data,
+                    big_endian=layout.order == ">",
+                    add=4 if layout.basis == "exclusive" else 0,
+                    minimum=_MINIMUM_RECORD[layout.letter in "AB"],
+                )
+                if not (end < len(data) and chains[end]):
+                    end = chains.next_start(pos)  # a damaged length: resume where records chain
+            parsed.append((index, Reject.of(data, pos, end, index, bad.reason, str(bad))))
+            pos = end
             continue
         parsed.append((index, record))
         pos = record.offset + record.length

@@ -629,7 +629,17 @@ def _decode_parquet(data, result, schema, table, is_load, columns, catalog_colum
             (meta.column(i).dictionary_page_offset or meta.column(i).data_page_offset)
             for i in range(meta.num_columns)
         )
-        batch = pf.read_row_group(rg).to_pylist()
+        try:
+            batch = pf.read_row_group(rg).to_pylist()
+        except Exception as exc:  # noqa: BLE001 - a damaged page is bad input
+            size = sum(meta.column(i).total_compressed_size for i in range(meta.num_columns))
+            rg_end = min(rg_offset + size, len(data))
+            message = f"row group {rg} ({meta.num_rows} rows) does not read: {exc}"
+            result.rejects.append(
+                Reject.of(data, rg_offset, rg_end, index + 1, "bad_parquet", message)
+            )
+            index += meta.num_rows
+            continue
         for record in batch:
             index += 1
             values = [record[n] for n in names]

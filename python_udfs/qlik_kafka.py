@@ -38,7 +38,7 @@ from python_udfs.canonical import (
     mask_set_bits,
     normalize_mask_hex,
 )
-from python_udfs.records import DecodeResult, MetadataColumn, Reject
+from python_udfs.records import DecodeResult, FrameChains, MetadataColumn, Reject
 
 FORMAT = "qlik_kafka"
 
@@ -349,6 +349,63 @@ def _container_frames(data: bytes, start_index: int):
         pos = end
 
 
+class _Restartable:
+    """An iterator whose source can be replaced while a ``for`` loop runs over it."""
+
+    def __init__(self, source: Iterator) -> None:
+        self.source = source
+
+    def __iter__(self) -> _Restartable:
+        return self
+
+    def __next__(self):
+        return next(self.source)
+
+
+class _Resync:
+    """Resynchronise a final ``.lpv`` dump at a broken frame (:class:`FrameChains`).
+
+    A frame length that overruns the file ends a run of rejected frames since the last value
+    that decoded: one of them had its length damaged, and the frames after it were read from
+    the middle of a value. When frames chain, length by length, from a later byte exactly to
+    the end of the file, the run becomes one ``bad_framing`` reject up to that byte and reading
+    resumes there; when none does, the rejects stay as they are (a truncated last frame).
+    """
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.chains: FrameChains | None = None
+
+    def after(self, result, frames: _Restartable, run: tuple[int, int], index, file_name) -> None:
+        """Resynchronise after a framing error.
+
+        ``run`` is ``(offset, number of rejects in result before it)`` of the first rejected
+        frame since the last decoded value.
+        """
+        if self.chains is None:
+            self.chains = FrameChains(self.data, tombstone=_TOMBSTONE)
+        offset, kept = run
+        resume = self.chains.next_start(offset)
+        if resume >= len(self.data):
+            return
+        rejected = result.rejects[kept:]
+        del result.rejects[kept:]
+        result.rejects.append(
+            Reject.of(
+                self.data,
+                offset,
+                resume,
+                rejected[0].record_index,
+                "bad_framing",
+                f"{len(rejected)} frame(s) after a damaged frame length ({rejected[-1].message}); "
+                f"the frames from byte {resume} on chain to the end of the file and are read "
+                "from there",
+            )
+        )
+        result.consumed_end = resume
+        frames.source = _frames(self.data, file_name, resume, index, True)
+
+
 def _json_loads(raw: bytes) -> Any:
     """Parse JSON exactly: integers as ``int``, other numbers as ``Decimal`` (never float).
 
@@ -381,7 +438,7 @@ def scan_metadata(data: bytes, *, file_name: str, start: int = 0) -> list[Metada
         if kind == "MD":
             try:
                 out.extend(_metadata_columns(message, offset, index))
-            except (KeyError, TypeError, ValueError):
+            except ValueError:
                 continue
     return out
 
@@ -416,7 +473,10 @@ def _open_envelope(value: bytes, is_json: bool = False) -> tuple[str, dict[str, 
         raise ValueError("JSON object is neither a Replicate envelope nor a message")
     if value.startswith(MAGIC):
         stream = io.BytesIO(value)
-        envelope = fastavro.schemaless_reader(stream, ENVELOPE_SCHEMA, None)
+        try:
+            envelope = fastavro.schemaless_reader(stream, ENVELOPE_SCHEMA, None)
+        except Exception as exc:  # noqa: BLE001 - fastavro raises many types on bad bytes
+            raise ValueError(f"Avro decode error at byte {stream.tell()}: {exc!r}") from exc
         if stream.tell() != len(value):
             raise ValueError(
                 f"Avro decode error at byte {stream.tell()}: bytes left after envelope"
@@ -429,7 +489,10 @@ def _open_envelope(value: bytes, is_json: bool = False) -> tuple[str, dict[str, 
                 message = _json_loads(message)
             else:
                 inner = io.BytesIO(message)
-                message = fastavro.schemaless_reader(inner, METADATA_SCHEMA, None)
+                try:
+                    message = fastavro.schemaless_reader(inner, METADATA_SCHEMA, None)
+                except Exception as exc:  # noqa: BLE001 - as above
+                    raise ValueError(f"Avro metadata decode error: {exc!r}") from exc
         return envelope["type"], envelope, message
     if value[:1] == b"\x00":
         return "DT", None, value
@@ -437,9 +500,25 @@ def _open_envelope(value: bytes, is_json: bool = False) -> tuple[str, dict[str, 
 
 
 def _metadata_columns(message: Mapping[str, Any], offset: int, index: int) -> list[MetadataColumn]:
-    """Turn one MD message into catalog columns (one per ``tableStructure.tableColumns`` entry)."""
+    """Turn one MD message into catalog columns (one per ``tableStructure.tableColumns`` entry).
+
+    Raises ValueError naming what is missing or malformed (a damaged message): the lineage,
+    the column structure, or a ``dataSchema`` that is not a readable Avro schema.
+    """
+    try:
+        return _md_columns(message, offset, index)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise ValueError(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _md_columns(message: Mapping[str, Any], offset: int, index: int) -> list[MetadataColumn]:
     lineage = message["lineage"]
     columns = message["tableStructure"]["tableColumns"]
+    if message.get("dataSchema"):
+        try:
+            fastavro.parse_schema(json.loads(message["dataSchema"]))
+        except Exception as exc:  # noqa: BLE001 - fastavro raises many types on bad schemas
+            raise ValueError(f"dataSchema is not a readable Avro schema: {exc}") from exc
     return [
         MetadataColumn(
             source_schema=lineage["schema"],
@@ -507,7 +586,10 @@ def decode_dump_file(
     is_json = _is_json_dump(file_name)
     seen: dict[str, dict[str, Any]] = {}
     tombstones = 0
-    for offset, end, index, value, error in _frames(data, file_name, start, start_index, final):
+    resync = _Resync(data) if final and file_name.lower().endswith(".lpv") else None
+    frames = _Restartable(_frames(data, file_name, start, start_index, final))
+    run: tuple[int, int] | None = None  # the first rejected frame since the last decoded value
+    for offset, end, index, value, error in frames:
         result.consumed_end = end
         if error is not None:
             reason = (
@@ -515,7 +597,10 @@ def decode_dump_file(
                 if "truncated" in error
                 else ("empty_value" if error == "empty value" else "bad_framing")
             )
+            run = run or (offset, len(result.rejects))
             result.rejects.append(Reject.of(data, offset, end, index, reason, error))
+            if resync is not None and reason == "truncated_frame":
+                resync.after(result, frames, run, index, file_name)
             continue
         if value is None:
             tombstones += 1
@@ -529,8 +614,10 @@ def decode_dump_file(
                 value, topic, catalog, registry_schemas or {}, opts, result, offset, index, is_json
             )
         except _Bad as bad:
+            run = run or (offset, len(result.rejects))
             result.rejects.append(Reject.of(data, offset, end, index, bad.reason, str(bad)))
             continue
+        run = None
         if row is None:
             continue
         seq = row["change_sequence"]
@@ -575,7 +662,7 @@ def _decode_value(value, topic, catalog, registry, opts, result, offset, index, 
     if kind == "MD":
         try:
             columns = _metadata_columns(message, offset, index)
-        except (KeyError, TypeError, ValueError) as exc:
+        except ValueError as exc:
             raise _Bad("bad_metadata_message", f"metadata message lacks {exc}") from exc
         catalog.add_columns(columns)
         result.metadata.extend(columns)
@@ -609,11 +696,14 @@ def _decode_value(value, topic, catalog, registry, opts, result, offset, index, 
         payload = value
     if not schema_text:
         raise _Bad("no_metadata", f"no Avro schema for value (schemaId {schema_id}, topic {topic})")
-    parsed = (
-        meta.parsed_schema()
-        if meta and schema_text == meta.data_schema
-        else fastavro.parse_schema(json.loads(schema_text))
-    )
+    try:
+        parsed = (
+            meta.parsed_schema()
+            if meta and schema_text == meta.data_schema
+            else fastavro.parse_schema(json.loads(schema_text))
+        )
+    except Exception as exc:  # noqa: BLE001 - a damaged messageSchema or seed schema
+        raise _Bad("bad_schema", f"Avro schema does not parse: {exc}") from exc
     stream = io.BytesIO(payload)
     try:
         record = fastavro.schemaless_reader(stream, parsed, None)

@@ -265,6 +265,17 @@ class Candidate:
     duplicate_of: str | None = (
         None  # a file already ingested (or earlier in this batch) with the same bytes
     )
+    #: ``cdc restage``: decode bytes ``[0, end)`` and keep only the records whose offset lies
+    #: in one of these ``(start, end)`` byte ranges (the file's open rejects).
+    end: int | None = None
+    ranges: tuple[tuple[int, int], ...] = ()
+
+
+#: Manifest status of a file decoded again by ``cdc restage`` (:meth:`Stager.restage`): its
+#: row covers bytes ``[byte_start, byte_end)`` and supersedes every earlier reject there.
+RESTAGED = "restaged"
+#: Reject reasons ``cdc restage`` leaves alone: the file itself was refused.
+NOT_RESTAGED_REASONS = ("prefix_changed",)
 
 
 #: Formats whose change positions are file names and offsets and whose content identifies
@@ -390,7 +401,8 @@ def decode_candidate(
     ``context`` holds the feed's ``options``, ``catalog`` and, for Kafka, ``kafka_catalog`` and
     ``registry_schemas``. Change-table files are whole files (``start`` is 0). ``is_final``
     says no more bytes will be appended (a trail that rolled over to the next sequence
-    number), so an incomplete last record is a reject instead of pending.
+    number, an update-SQL file or a Kafka dump followed by a later one of its stream), so an
+    incomplete last record is a reject instead of pending.
     """
     if fmt == qlik_change_tables.FORMAT:
         return qlik_change_tables.decode_change_table_file(
@@ -412,6 +424,7 @@ def decode_candidate(
             options=context["options"],
             start=start,
             start_index=start_index,
+            final=is_final,
         )
     if fmt == goldengate_trail.FORMAT:
         return goldengate_trail.decode_trail_file(
@@ -461,6 +474,13 @@ def file_outputs(
     bad input; an unexpected decoder exception becomes a ``decoder_error`` reject of the file.
     """
     feed, source_file, start = candidate["feed"], candidate["source_file"], candidate["start"]
+    # (start, end) pairs; through Spark each is a struct, read back as a dict
+    ranges = [
+        (r["start"], r["end"]) if isinstance(r, Mapping) else tuple(r)
+        for r in candidate.get("ranges") or ()
+    ]
+    if ranges:
+        content = content[: candidate["end"]]
     size = len(content)
     duplicate_of = candidate.get("duplicate_of")
     manifest = {
@@ -561,6 +581,8 @@ def file_outputs(
     except Exception as exc:  # noqa: BLE001 - a decoder bug must not lose the file silently
         result = DecodeResult(consumed_end=size)
         result.rejects.append(Reject.of(content, start, size, 0, "decoder_error", repr(exc)))
+    if ranges:
+        result = _within(result, ranges)
     table = FORMAT_TABLES[candidate["format"]]
     for row in result.rows:
         row = dict(row, feed=feed, source_file=source_file)
@@ -594,8 +616,33 @@ def file_outputs(
         if end == size
         else f"{size - end} bytes of an incomplete record left for the next run",
     )
+    if ranges:
+        manifest.update(
+            status=RESTAGED,
+            message=(
+                f"restaged {len(ranges)} rejected range(s): {len(result.rows)} record(s) "
+                f"decoded, {len(result.rejects)} still rejected"
+            ),
+        )
     out.append({"kind": "raw_ingested_files", "raw_ingested_files": manifest})
     return out
+
+
+def _within(result: DecodeResult, ranges: list[tuple[int, int]]) -> DecodeResult:
+    """Keep the rows, rejects and metadata of ``result`` whose offset lies in ``ranges``.
+
+    ``ranges`` are ``(start, end)`` byte ranges, end exclusive (a reject's offset and length;
+    a reject of length 0 is its offset alone). The records outside them landed before.
+    """
+
+    def inside(offset: int | None) -> bool:
+        return offset is not None and any(a <= offset < max(b, a + 1) for a, b in ranges)
+
+    kept = DecodeResult(consumed_end=result.consumed_end, warnings=result.warnings)
+    kept.rows = [r for r in result.rows if inside(r.get("record_offset"))]
+    kept.rejects = [r for r in result.rejects if inside(r.offset)]
+    kept.metadata = [c for c in result.metadata if inside(c.record_offset)]
+    return kept
 
 
 def make_decode_udf(contexts: Mapping[str, Mapping[str, Any]]) -> Callable:
@@ -669,12 +716,12 @@ class Stager:
         return self.spark.read.option("mergeSchema", "false").parquet(str(self._table_path(table)))
 
     def manifest(self) -> dict[tuple[str, str], dict[str, Any]]:
-        """Return the latest manifest row of every ``(feed, source_file)``."""
+        """Return the latest manifest row of every ``(feed, source_file)`` (restages aside)."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         df = self.read_table("raw_ingested_files").where(
-            F.col("ingest_batch_id") != SCHEMA_PARTITION
+            (F.col("ingest_batch_id") != SCHEMA_PARTITION) & (F.col("status") != RESTAGED)
         )
         df = df.withColumn("mtime_us", F.unix_micros("modification_time"))
         latest = (
@@ -865,9 +912,6 @@ class Stager:
     # -- running --------------------------------------------------------------------------
     def stage(self) -> StageSummary:
         """Run one ingest batch over every feed; return what it did."""
-        from pyspark.sql import functions as F
-        from pyspark.sql.pandas.types import from_arrow_schema
-
         batch_id = new_batch_id()
         summary = StageSummary(batch_id)
         self.ensure_tables()
@@ -877,6 +921,116 @@ class Stager:
         if not candidates:
             self.log("  nothing new to ingest")
             return summary
+        return self._commit_batch(summary, candidates, committed)
+
+    def open_rejects(
+        self, feed: str | None = None, reason: str | None = None
+    ) -> dict[tuple[str, str], list[tuple[int, int]]]:
+        """Return the open rejects of committed batches: ``(feed, source_file)`` → byte ranges.
+
+        A reject is open until a later batch restaged its file over its offset (a manifest row
+        of status :data:`RESTAGED` whose ``[byte_start, byte_end)`` holds it). Only files with
+        an open reject of ``feed`` and of ``reason`` (when given) are returned, each with all
+        its open ranges (``(offset, offset + length)``); rejects of refused files
+        (:data:`NOT_RESTAGED_REASONS`) are left out.
+        """
+        rejects = self.read_table("raw_rejects").where(f"ingest_batch_id != '{SCHEMA_PARTITION}'")
+        files = self.read_table("raw_ingested_files").where(
+            f"ingest_batch_id != '{SCHEMA_PARTITION}'"
+        )
+        rejects.createOrReplaceTempView("cdc_restage_rejects")
+        files.createOrReplaceTempView("cdc_restage_files")
+        rows = self.spark.sql(
+            """
+            select r.feed, r.source_file, r.reason, r.record_offset, r.record_length
+            from cdc_restage_rejects as r
+            left semi join (select distinct ingest_batch_id from cdc_restage_files) as c
+                on r.ingest_batch_id = c.ingest_batch_id
+            left anti join cdc_restage_files as m
+                on
+                    m.feed = r.feed and m.source_file = r.source_file
+                    and m.status = 'restaged' and m.ingest_batch_id > r.ingest_batch_id
+                    and m.byte_start <= r.record_offset and r.record_offset < m.byte_end
+            """
+        ).collect()
+        ranges: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        wanted: set[tuple[str, str]] = set()
+        for row in rows:
+            if row.reason in NOT_RESTAGED_REASONS:
+                continue
+            key = (row.feed, row.source_file)
+            ranges.setdefault(key, []).append(
+                (row.record_offset, row.record_offset + (row.record_length or 0))
+            )
+            if (feed is None or row.feed == feed) and (reason is None or row.reason == reason):
+                wanted.add(key)
+        return {key: sorted(ranges[key]) for key in sorted(wanted)}
+
+    def restage(self, feed: str | None = None, reason: str | None = None) -> StageSummary:
+        """Decode the open rejects again (``cdc restage``), in a new ingest batch.
+
+        For example after a table was declared in the seeds. Each file with an open reject
+        (:meth:`open_rejects`, filtered by ``feed`` and ``reason``) is decoded from byte 0 to
+        where the last staging run stopped, with today's catalog and options; the records at
+        the offsets of its open rejects land (or are rejected again), all others landed before
+        and are dropped. Its manifest row has status :data:`RESTAGED` and says how many
+        records landed; planning ignores it (:meth:`manifest`). The dbt working set reads the
+        feed whole again (macros/working_set.sql), so the records are applied in change
+        position order. Raises :class:`ConfigError` for an unknown ``feed``.
+        """
+        if feed is not None and feed not in self.config.feeds:
+            raise ConfigError(
+                f"cdc restage --feed {feed}: no such feed in vars.cdc_feeds of "
+                f"{self.config.project_dir / 'dbt_project.yml'} (feeds: "
+                f"{', '.join(sorted(self.config.feeds))})."
+            )
+        batch_id = new_batch_id()
+        summary = StageSummary(batch_id)
+        self.ensure_tables()
+        committed = self.committed_batches()
+        self.log(f"restaging batch {batch_id}")
+        manifest = self.manifest()
+        candidates = []
+        for (feed_name, source_file), ranges in self.open_rejects(feed, reason).items():
+            last = manifest.get((feed_name, source_file))
+            spec = self.config.feeds.get(feed_name)
+            path = self.config.landing_root / source_file
+            if last is None or spec is None or last["status"] == "refused" or not path.is_file():
+                self.log(f"  {feed_name}: {source_file} cannot be restaged (file or feed gone)")
+                continue
+            summary.files_seen += 1
+            candidates.append(
+                Candidate(
+                    feed_name,
+                    spec.format,
+                    str(path.resolve()),
+                    source_file,
+                    last["modification_time"],
+                    0,
+                    0,
+                    None,
+                    sidecar_for(path) if spec.format == qlik_change_tables.FORMAT else None,
+                    last["status"] == "ingested",
+                    end=last["byte_end"],
+                    ranges=tuple(ranges),
+                )
+            )
+        if not candidates:
+            self.log("  no open rejects to restage")
+            return summary
+        return self._commit_batch(summary, candidates, committed)
+
+    def _commit_batch(
+        self, summary: StageSummary, candidates: list[Candidate], committed: set[str]
+    ) -> StageSummary:
+        """Decode ``candidates`` on Spark and append batch ``summary.ingest_batch_id``.
+
+        The raw tables first, the manifest ``raw_ingested_files`` last (it commits the batch).
+        """
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        batch_id = summary.ingest_batch_id
         spark = self.spark
         cand_schema = pa.schema(
             [
@@ -891,10 +1045,16 @@ class Stager:
                 ("sidecar", STR),
                 ("is_final", BOOL),
                 ("duplicate_of", STR),
+                ("end", I64),
+                ("ranges", pa.list_(pa.struct([("start", I64), ("end", I64)]))),
             ]
         )
         cand_df = spark.createDataFrame(
-            [asdict(c) for c in candidates], from_arrow_schema(cand_schema)
+            [
+                dict(asdict(c), ranges=[{"start": a, "end": b} for a, b in c.ranges])
+                for c in candidates
+            ],
+            from_arrow_schema(cand_schema),
         )
         files = (
             spark.read.format("binaryFile")

@@ -38,7 +38,13 @@ def two_rounds(tmp_path_factory):
     """The two-round project of ``tests/two_rounds.py``: the apply scenarios, the HiRDB and
     Linkexpress rounds and the little-endian trails, landed in two rounds, one ``cdc run``
     each (see :func:`tests.two_rounds.run` for what it returns)."""
-    from tests import test_apply_scenarios, test_end_to_end, test_end_to_end_japanese, two_rounds
+    from tests import (
+        test_apply_scenarios,
+        test_end_to_end,
+        test_end_to_end_japanese,
+        test_restage,
+        two_rounds,
+    )
 
     return two_rounds.run(
         tmp_path_factory.mktemp("two_rounds"),
@@ -46,5 +52,6 @@ def two_rounds(tmp_path_factory):
             "scenarios": test_apply_scenarios.prepare,
             "japanese": test_end_to_end_japanese.prepare,
             "little_endian": test_end_to_end.prepare_little_endian,
+            "restage": test_restage.prepare,
         },
     )

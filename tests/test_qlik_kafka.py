@@ -377,7 +377,9 @@ def test_json_nested_too_deeply_is_a_reject_not_a_crash():
 def test_a_dump_is_final_once_a_later_dump_of_its_partition_exists(tmp_path):
     """issue 14: Kafka dumps were never final, so a broken frame held the frames after it
     forever and a last line without a newline stayed pending. A later dump of the same topic
-    partition makes a dump final: its broken tail is one reject, its last line a message."""
+    partition makes a dump final: a broken frame is one reject and the frames after it are read
+    again where they chain to the end of the file; a broken tail is one reject; its last line
+    is a message."""
     from python_udfs.staging import superseded_dumps
 
     names = [
@@ -400,9 +402,18 @@ def test_a_dump_is_final_once_a_later_dump_of_its_partition_exists(tmp_path):
     final = decode_dump_file(
         corrupt, file_name=names[0], catalog=_three_column_catalog(), final=True
     )
-    assert len(final.rows) == 1
+    # the 4 corrupted length bytes are one reject; the 10 frames after them chain to the end
+    # of the file and are read from there (resynchronisation)
+    assert len(final.rows) == 11
     assert [(r.offset, r.offset + r.length, r.reason) for r in final.rejects] == [
-        (len(frame), len(corrupt), "truncated_frame")
+        (len(frame), len(frame) + 4, "bad_framing")
+    ]
+    garbage = frame + struct.pack(">I", 10**9) + b"\x07" * 50  # nothing chains after it
+    rest = decode_dump_file(
+        garbage, file_name=names[0], catalog=_three_column_catalog(), final=True
+    )
+    assert [(r.offset, r.offset + r.length, r.reason) for r in rest.rejects] == [
+        (len(frame), len(garbage), "truncated_frame")
     ]
     no_newline = message + b"\n" + message
     last = decode_dump_file(
