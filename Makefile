@@ -35,8 +35,8 @@ format: $(STAMP)
 
 ## Generate and serve the dbt docs site of the demo project (run `make demo` first).
 docs: $(STAMP)
-	CDC_LAKE_ROOT=$(CURDIR)/demo/lake $(BIN)/dbt docs generate --profiles-dir . --project-dir .
-	CDC_LAKE_ROOT=$(CURDIR)/demo/lake $(BIN)/dbt docs serve --profiles-dir . --project-dir . --port 8080
+	$(BIN)/dbt docs generate --profiles-dir . --project-dir .
+	$(BIN)/dbt docs serve --profiles-dir . --project-dir . --port 8080
 
 ## Re-pin every dependency after changing pyproject.toml.
 lock:

@@ -2,8 +2,9 @@
 
 ``cdc stage``     decode new landing files into the raw tables (one ingest batch).
 ``cdc run``       ``stage``, then ``dbt build`` in this process and SparkSession.
-``cdc demo``      simulate a source database, write Qlik change-table files and Kafka dumps
-                  into ``demo/landing``, run, and print a summary.
+``cdc demo``      simulate a source database, write files of all five feed formats into the
+                  project's landing root, run on its lake, and print a summary.
+``cdc restage``   decode the open rejects again (after declaring a table) in a new batch.
 ``cdc scaffold``  write the tables that feeds' own metadata declares (``raw_metadata``) into
                   the catalog seeds and generate typed model files per catalog table.
 ``cdc thrift-server``  start a Spark Thrift Server on loopback against the project's lake (the
@@ -18,6 +19,7 @@ Exit status: 0 on success (rejected records included: they are counted, not fata
 from __future__ import annotations
 
 import argparse
+import collections
 import csv
 import hashlib
 import json
@@ -81,21 +83,32 @@ def _export_roots(config: ProjectConfig) -> None:
     os.environ["CDC_LANDING_ROOT"] = str(config.landing_root)
 
 
-def stage(config: ProjectConfig, spark=None, log=print):
-    """Run one staging batch for ``config``; returns the :class:`StageSummary`."""
+def stage(config: ProjectConfig, spark=None, log=print, detail=None):
+    """Run one staging batch for ``config``; returns the :class:`StageSummary`.
+
+    ``detail`` prints the one line per file (default: ``log``).
+    """
     from python_udfs.spark import get_spark
     from python_udfs.staging import Stager
 
     spark = spark or get_spark(config.lake_root)
-    return Stager(spark, config, log).stage()
+    return Stager(spark, config, log, detail).stage()
 
 
 def dbt_build(
-    config: ProjectConfig, extra_vars: dict[str, Any], args: list[str] | None = None
+    config: ProjectConfig,
+    extra_vars: dict[str, Any],
+    args: list[str] | None = None,
+    log=print,
+    verbose: bool = False,
 ) -> bool:
     """Run ``dbt build`` (target from ``CDC_DBT_TARGET``, default ``local``) in this process.
 
-    The session target reuses the SparkSession created by staging. Returns True on success.
+    The session target reuses the SparkSession created by staging. dbt's own log goes to
+    ``<project>/logs/dbt.log``; on the terminal dbt prints only errors (``--quiet``) and this
+    function prints one line of counts and one line per test that warned or failed (``WARN 2
+    <test>``), unless ``verbose`` brings back dbt's whole output. Colours only on a terminal.
+    Returns True on success.
     """
     from dbt.cli.main import dbtRunner
 
@@ -109,10 +122,42 @@ def dbt_build(
         "--target",
         os.environ.get("CDC_DBT_TARGET", "local"),
     ]
+    if not sys.stdout.isatty():
+        cli_args.append("--no-use-colors")
+    if not verbose:
+        cli_args.append("--quiet")
     if extra_vars:
         cli_args += ["--vars", json.dumps(extra_vars)]
     result = dbtRunner().invoke(cli_args + list(args or []))
+    report_build(result, config.project_dir, log)
     return bool(result.success)
+
+
+def report_build(result, project_dir: Path, log=print) -> None:
+    """Print what one ``dbt build`` did (``result``: a ``dbtRunnerResult``).
+
+    One line of counts by status, then each test that warned or failed and each node in
+    error, with the first line of dbt's message.
+    """
+    nodes = getattr(result.result, "results", None)
+    if nodes is None:  # dbt stopped before building (a parse error): its exception says why
+        log(f"dbt build did not run: {result.exception}")
+        return
+    counts = collections.Counter(str(getattr(r.status, "value", r.status)) for r in nodes)
+    built = counts["success"]
+    tests = sum(counts[k] for k in ("pass", "warn", "fail"))
+    log(
+        f"dbt build: {built} node(s) built, {tests} test(s) run: {counts['pass']} passed, "
+        f"{counts['warn']} warned, {counts['fail']} failed; {counts['error']} error(s), "
+        f"{counts['skipped']} skipped (dbt's log: {project_dir / 'logs' / 'dbt.log'})"
+    )
+    for r in nodes:
+        status = str(getattr(r.status, "value", r.status))
+        if status in ("warn", "fail"):
+            log(f"  {status.upper()} {r.failures} {r.node.name}")
+        elif status == "error":
+            first = (r.message or "").strip().splitlines()[:1]
+            log(f"  ERROR {r.node.name}: {first[0] if first else ''}")
 
 
 def run(
@@ -123,8 +168,11 @@ def run(
     *,
     force: bool = False,
     unit_tests: bool = False,
+    verbose: bool = False,
 ):
     """Stage, then ``dbt build`` in the same SparkSession. Returns ``(summary, dbt_ok, built)``.
+
+    ``verbose`` prints one line per staged file and dbt's whole output (:func:`dbt_build`).
 
     What the build does depends on what changed since the last successful build
     (:mod:`python_udfs.build_state`, ADR 0009):
@@ -145,7 +193,7 @@ def run(
 
     _export_roots(config)
     spark = get_spark(config.lake_root)
-    summary = stage(config, spark, log)
+    summary = stage(config, spark, log, None if verbose else (lambda _text: None))
     project = build_state.project_fingerprint(config.project_dir, extra_vars)
     fingerprint = build_state.build_fingerprint(config.project_dir, config.lake_root, extra_vars)
     # a plain `cdc run`: only then may the build be skipped or narrowed to the data
@@ -163,21 +211,24 @@ def run(
     if data_only:
         log("new data only, the project as last built: seeds and views are left as they are")
         args += DATA_ONLY_SELECTION
-    ok = dbt_build(config, extra_vars, args)
+    ok = dbt_build(config, extra_vars, args, log, verbose)
     if ok and not dbt_args:
         build_state.record_build(config.lake_root, fingerprint, project, summary.ingest_batch_id)
     return summary, ok, True
 
 
 def print_summary(config: ProjectConfig, summary, elapsed: float) -> None:
-    """Print files, changes, tables, rejects and elapsed time of a run (from the built marts)."""
+    """Print what the lake holds after a run, per feed (counted from the built marts).
+
+    Then what this run's batch did, the typed views and a query to try next.
+    """
     from rich.table import Table
 
     from python_udfs.spark import get_spark
 
     spark = get_spark(config.lake_root)
     schema = os.environ.get("CDC_DBT_SCHEMA", "cdc")
-    table = Table(title="cdc_changelog: what this run built")
+    table = Table(title="cdc_changelog: what the lake holds now (all batches)")
     for col in (
         "feed",
         "files",
@@ -186,41 +237,65 @@ def print_summary(config: ProjectConfig, summary, elapsed: float) -> None:
         "tables",
         "live rows",
         "versions",
-        "rejects",
+        "open rejects",
     ):
         table.add_column(col, justify="right" if col != "feed" else "left")
-    counts = [
-        dict(spark.sql(f"select feed, {measure} from {schema}.{mart} group by feed").collect())
-        for mart, measure in (
-            ("ingested_files", "count(distinct source_file)"),
-            ("change_log", "count(*)"),
-            ("pending_changes", "count(*)"),
-            ("current_state", "count(distinct source_schema, source_table)"),
-            ("current_state", "count(*)"),
-            ("history", "count(*)"),
-            ("ingest_rejects", "count_if(restaged_batch_id is null)"),
-        )
-    ]
-    for feed in config.feeds:
-        table.add_row(feed, *(str(d.get(feed, 0)) for d in counts))
+    for feed, *figures in summary_rows(spark, schema, list(config.feeds)):
+        table.add_row(feed, *(str(f) for f in figures))
     console = _console()
     console.print(table)
-    typed = spark.sql(f"show tables in {schema}").collect()
-    typed_names = sorted(
-        r.tableName for r in typed if "__" in r.tableName and not r.tableName.startswith("stg_")
-    )
     console.print(
-        f"typed current-state views in schema [bold]{schema}[/]: "
-        + ", ".join(n for n in typed_names if not n.endswith("__history"))
+        f"this run: batch {summary.ingest_batch_id}, {summary.files_ingested} file(s) ingested, "
+        f"{summary.files_skipped} unchanged, {len(summary.files_refused)} refused, "
+        f"{sum(summary.rejects.values())} new reject(s); elapsed {elapsed:.1f} s",
+        markup=False,
     )
-    console.print(
-        "typed history views (SCD type 2): "
-        + ", ".join(n for n in typed_names if n.endswith("__history"))
-    )
-    console.print(
-        f"batch {summary.ingest_batch_id}: {summary.files_ingested} file(s) ingested, "
-        f"{summary.files_skipped} skipped, {len(summary.files_refused)} refused, "
-        f"{sum(summary.rejects.values())} reject(s) this batch; elapsed {elapsed:.1f} s"
+    views = typed_views(spark, schema)
+    current = [v for v in views if not v.endswith("__history")]
+    if current:
+        console.print(
+            f"{len(current)} typed current-state views (and their __history views, SCD type 2) "
+            f"in schema {schema}, for example {schema}.{current[0]}; try:",
+            markup=False,
+        )
+        console.print(f'  cdc sql "select * from {schema}.{current[0]} limit 5"', markup=False)
+
+
+#: The figures of the summary, per feed, from the marts: ``(mart, measure)``.
+SUMMARY_MEASURES = (
+    ("ingested_files", "count(distinct source_file)"),
+    ("change_log", "count(*)"),
+    ("pending_changes", "count(*)"),
+    ("current_state", "count(distinct source_schema, source_table)"),
+    ("current_state", "count(*)"),
+    ("history", "count(*)"),
+    ("ingest_rejects", "count_if(restaged_batch_id is null)"),
+)
+
+
+def summary_rows(spark, schema: str, feeds: list[str]) -> list[tuple]:
+    """Count the summary's figures per feed from the marts in ``schema``.
+
+    One tuple per feed: ``(feed, files, changes, pending, tables, live rows, versions, open
+    rejects)``.
+    """
+    counts = [
+        dict(spark.sql(f"select feed, {measure} from {schema}.{mart} group by feed").collect())
+        for mart, measure in SUMMARY_MEASURES
+    ]
+    return [(feed, *(d.get(feed, 0) for d in counts)) for feed in feeds]
+
+
+def typed_views(spark, schema: str) -> list[str]:
+    """List the typed per-table models in ``schema``, without dbt's temporary relations.
+
+    Names are ``<feed>__<schema>__<table>`` and their ``__history`` views.
+    """
+    names = [r.tableName for r in spark.sql(f"show tables in {schema}").collect()]
+    return sorted(
+        n
+        for n in names
+        if "__" in n and not n.startswith(("stg_", "int_")) and not n.endswith("__dbt_tmp")
     )
 
 
@@ -229,20 +304,35 @@ def print_summary(config: ProjectConfig, summary, elapsed: float) -> None:
 DEMO_TRUNCATE_EVERY = 12
 
 
-def demo(project_dir: Path, seed: int, log=print) -> int:
+#: The file that marks a landing or lake folder as written by ``cdc demo`` (which may delete it).
+DEMO_MARKER = ".cdc_demo"
+
+
+def demo(project_dir: Path, seed: int, log=print, verbose: bool = False) -> int:
     """Simulate, write every demo feed's files, run staging + dbt build, print the summary.
 
-    The Qlik and GoldenGate feeds replicate ``simulator.TABLES``; the HiRDB and Linkexpress
-    feeds a source database of ``simulator.JP_TABLES`` with truncates.
+    The demo writes to the project's own landing and lake roots (``landing/`` and ``lake/``
+    unless ``CDC_LANDING_ROOT``/``CDC_LAKE_ROOT`` or the vars say otherwise), so every command
+    run after it (``cdc sql``, ``cdc run``, ``dbt build``, ``make docs``) finds its lake. It
+    starts over each time: it deletes both folders first, and therefore refuses (a
+    :class:`ConfigError` naming the folder) when either holds files it did not write (no
+    ``.cdc_demo`` marker). The Qlik and GoldenGate feeds replicate ``simulator.TABLES``; the
+    HiRDB and Linkexpress feeds a source database of ``simulator.JP_TABLES`` with truncates.
     """
     from python_udfs import simulator
 
     started = time.monotonic()
-    demo_root = project_dir / "demo"
-    shutil.rmtree(demo_root, ignore_errors=True)
-    os.environ["CDC_LANDING_ROOT"] = str(demo_root / "landing")
-    os.environ["CDC_LAKE_ROOT"] = str(demo_root / "lake")
     config = load_project(project_dir, check_paths=False)
+    for root in (config.landing_root, config.lake_root):
+        if root.is_dir() and any(root.iterdir()) and not (root / DEMO_MARKER).exists():
+            raise ConfigError(
+                f"{root}: holds files that cdc demo did not write, and the demo starts over "
+                "by deleting it. Point CDC_LANDING_ROOT and CDC_LAKE_ROOT at other folders "
+                "for the demo, or move the files away."
+            )
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        (root / DEMO_MARKER).write_text("written by `cdc demo`, which deletes this folder\n")
     log(f"simulating a source database (seed {seed}) and writing feeds to {config.landing_root}")
     sims = {
         "default": simulator.simulate(seed=seed),
@@ -255,9 +345,9 @@ def demo(project_dir: Path, seed: int, log=print) -> int:
         written = simulator.write_feed(sim, feed.format, feed.path, feed.options)
         log(f"  {feed.name}: {written} file(s) written ({feed.format})")
     config = load_project(project_dir)
-    summary, ok, _built = run(config, {}, log=log)
+    summary, ok, _built = run(config, {}, log=log, verbose=verbose)
     if not ok:
-        log("dbt build failed; see the output above")
+        log("dbt build failed: see the lines above, and logs/dbt.log")
         return 1
     print_summary(config, summary, time.monotonic() - started)
     return 0
@@ -607,12 +697,31 @@ def sql(config: ProjectConfig, query: str, as_json: bool) -> int:
 
     With ``as_json``, one JSON object per row on stdout (maps as objects, timestamps and
     decimals as text) and nothing else. Otherwise a table on a terminal, and tab-separated
-    lines (:func:`tab_separated`) when stdout is a pipe or a file. Spark's own errors propagate.
+    lines (:func:`tab_separated`) when stdout is a pipe or a file. A query Spark refuses (a
+    syntax error, a table that is not there) prints one line with Spark's error class and
+    message on stderr and returns 1; on a lake with no built marts the line says so.
     """
+    import logging
+
+    from pyspark.errors import PySparkException
+
     from python_udfs.spark import get_spark
 
-    result = get_spark(config.lake_root).sql(query)
-    columns, rows = result.columns, result.collect()
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)  # the line below says it
+    spark = get_spark(config.lake_root)
+    try:
+        result = spark.sql(query)
+        columns, rows = result.columns, result.collect()
+    except PySparkException as exc:
+        first = str(exc).strip().splitlines()[0]
+        schema = os.environ.get("CDC_DBT_SCHEMA", "cdc")
+        if not spark.catalog.databaseExists(schema):
+            first += (
+                f" (the lake {config.lake_root} has no schema {schema} yet: `cdc run` stages "
+                "the landing files and builds it; `make demo` builds a demo lake)"
+            )
+        print(f"cdc sql: {first}", file=sys.stderr)
+        return 1
     if as_json:
         for row in rows:
             print(json.dumps(row.asDict(recursive=True), default=str, ensure_ascii=False))
@@ -628,6 +737,38 @@ def sql(config: ProjectConfig, query: str, as_json: bool) -> int:
     for row in rows:
         table.add_row(*(_text(v) for v in row))
     _console().print(table)
+    return 0
+
+
+def list_rejects(config: ProjectConfig, feed: str | None = None) -> int:
+    """Print the open rejects of the lake (of ``feed`` when given); return 0.
+
+    One line each with feed, file, byte offset and length, reason and message, read from the
+    raw tables (so right after ``cdc stage``, before any dbt run); a table on a terminal,
+    tab-separated lines otherwise (:func:`tab_separated`).
+    """
+    from python_udfs.spark import get_spark
+    from python_udfs.staging import Stager
+
+    stager = Stager(get_spark(config.lake_root), config)
+    stager.ensure_tables()
+    columns = ["feed", "source_file", "record_offset", "record_length", "reason", "message"]
+    rows = [
+        tuple(getattr(r, c) for c in columns)
+        for r in stager.open_reject_rows()
+        if feed is None or r.feed == feed
+    ]
+    if not sys.stdout.isatty():
+        sys.stdout.write(tab_separated(columns, rows))
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"{len(rows)} open reject(s)")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*(_text(v) for v in row))
+    _console().print(table, markup=False)
     return 0
 
 
@@ -697,6 +838,7 @@ def main(argv: list[str] | None = None) -> int:
         ("demo", "simulate feeds, run, print a summary"),
         ("scaffold", "write catalog seeds and typed model files from feed metadata"),
         ("restage", "decode the open rejects again (after declaring a table), in a new batch"),
+        ("rejects", "list the open rejects (file, offset, reason), from the raw tables"),
         ("sql", "run one Spark SQL query on the embedded engine and print its rows"),
         ("thrift-server", "start a Spark Thrift Server on loopback against the lake"),
     ):
@@ -704,9 +846,17 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--vars", help="dbt vars override (JSON or YAML mapping)")
         if name == "demo":
             p.add_argument("--seed", type=int, default=7, help="simulator random seed")
+        if name in ("demo", "run"):
+            p.add_argument(
+                "--verbose",
+                action="store_true",
+                help="print one line per staged file and dbt's whole output (else logs/dbt.log)",
+            )
         if name == "thrift-server":
             p.add_argument("--port", type=int, default=10001, help="port (default 10001)")
             p.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
+        if name == "rejects":
+            p.add_argument("--feed", help="only this feed")
         if name == "restage":
             p.add_argument("--feed", help="only files of this feed")
             p.add_argument("--reason", help="only files with an open reject of this reason code")
@@ -737,7 +887,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.command == "demo":
-            return demo(project_dir, args.seed, log)
+            return demo(project_dir, args.seed, log, args.verbose)
         extra = _parse_vars(args.vars)
         config = load_project(
             project_dir, extra, check_paths=args.command in ("stage", "run", "restage")
@@ -756,6 +906,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "stage":
             stage(config, log=log)
             return 0
+        if args.command == "rejects":
+            return list_rejects(config, args.feed)
         if args.command == "restage":
             from python_udfs.spark import get_spark
             from python_udfs.staging import Stager
@@ -773,8 +925,16 @@ def main(argv: list[str] | None = None) -> int:
             started = time.monotonic()
             dbt_args = [a for a in (args.dbt_args or []) if a != "--"]
             summary, ok, built = run(
-                config, extra, dbt_args, log, force=args.force, unit_tests=args.unit_tests
+                config,
+                extra,
+                dbt_args,
+                log,
+                force=args.force,
+                unit_tests=args.unit_tests,
+                verbose=args.verbose,
             )
+            if dbt_args:
+                log("dbt build ran with your arguments: marts it did not select are as before")
             if ok and built:
                 print_summary(config, summary, time.monotonic() - started)
             elif ok:  # the marts are as the last build left them: no need to count them again

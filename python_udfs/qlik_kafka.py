@@ -695,7 +695,7 @@ def _decode_value(value, topic, catalog, registry, opts, result, offset, index, 
         schema_text = meta.data_schema if meta else None
         payload = value
     if not schema_text:
-        raise _Bad("no_metadata", f"no Avro schema for value (schemaId {schema_id}, topic {topic})")
+        raise _no_metadata(schema_id, topic)
     try:
         parsed = (
             meta.parsed_schema()
@@ -733,8 +733,19 @@ def _resolve(message, schema_id, topic, catalog, opts, required=True) -> TableMe
         return catalog.by_schema_id[schema_id]
     meta = _table_for_topic(topic, catalog, opts)
     if meta is None and required:
-        raise _Bad("no_metadata", f"no metadata for schemaId {schema_id}")
+        raise _no_metadata(schema_id, topic)
     return meta
+
+
+def _no_metadata(schema_id, topic) -> _Bad:
+    """Build the reject of a data message whose table nothing names: what to declare, where."""
+    return _Bad(
+        "no_metadata",
+        f"no metadata for schemaId {schema_id}, and topic {topic!r} is mapped to no table (the "
+        "topic is the dump file's name before -<partition>-<offset>, else its stem): declare "
+        f"the table in the seeds with table_identifier {topic}, or map it in the feed's "
+        f"options.topic_tables ({topic}: SCHEMA.TABLE), then run `cdc restage`",
+    )
 
 
 def _table_for_topic(topic, catalog, opts) -> TableMeta | None:

@@ -16,6 +16,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+#: The JVM's log configuration: errors only, on stderr (``CDC_SPARK_LOG_LEVEL`` raises it).
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
+
 
 def spark_conf(lake_root: Path) -> dict[str, str]:
     """Return the embedded engine's settings for a lake root (absolute path).
@@ -25,7 +28,8 @@ def spark_conf(lake_root: Path) -> dict[str, str]:
     partitions, 4 GiB driver memory (``CDC_SPARK_DRIVER_MEMORY`` overrides; with 2 GiB a full
     build of 5 million events failed in a staging model's window sort, UNABLE_TO_ACQUIRE_MEMORY,
     while another model's query ran beside it), no UI. Timestamps
-    are UTC and ANSI mode is off, as dbt-spark sets it. ``CDC_SPARK_JAVA_OPTIONS`` adds JVM
+    are UTC and ANSI mode is off, as dbt-spark sets it. The JVM logs errors only
+    (:data:`LOG4J2_CONFIG`). ``CDC_SPARK_JAVA_OPTIONS`` adds JVM
     options to the driver (for example ``-XX:StartFlightRecording=filename=run.jfr`` to profile
     a run with Java Flight Recorder).
     """
@@ -47,6 +51,7 @@ def spark_conf(lake_root: Path) -> dict[str, str]:
         ),
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={lake} -Dderby.stream.error.file={lake / 'derby.log'} "
+            f"-Dlog4j2.configurationFile={LOG4J2_CONFIG} "
             + os.environ.get("CDC_SPARK_JAVA_OPTIONS", "")
         ).strip(),
         "spark.sql.sources.partitionOverwriteMode": "dynamic",

@@ -278,13 +278,16 @@ RESTAGED = "restaged"
 NOT_RESTAGED_REASONS = ("prefix_changed",)
 
 
-#: Formats whose change positions are file names and offsets and whose content identifies
-#: its changes: a HiRDB statement carries its update time, so the same bytes under another
-#: name are a re-delivery, recognised by content (DESIGN.md §6.5). Qlik rows carry their change
-#: sequence and GoldenGate records their trail position. Linkexpress records carry no time: an
-#: empty full extract (``FFFF``) landing twice in a table's folder is two truncates, so equal
-#: bytes do not prove a re-delivery there and its files are not deduplicated by content.
-DEDUPLICATED_BY_CONTENT = (hirdb_update_sql.FORMAT,)
+#: Formats whose change positions are file names and offsets, so the same bytes under another
+#: name would be applied again at a new position: a new file that repeats a file applied
+#: before is a re-delivery, recognised by content (DESIGN.md §6.5). A HiRDB statement carries
+#: its update time; a Linkexpress differential file its operations in extraction order. Qlik
+#: rows carry their change sequence and GoldenGate records their trail position, so those
+#: formats recognise a repeat by position instead. One exception: a Linkexpress file holding
+#: only empty full extracts (``FFFF``, a truncate) carries nothing that tells two truncates of
+#: a table apart, so it is always applied (applying a truncate again where no change came in
+#: between changes nothing; skipping a real one would keep deleted rows).
+DEDUPLICATED_BY_CONTENT = (hirdb_update_sql.FORMAT, linkexpress_extract.FORMAT)
 
 
 @dataclass(slots=True)
@@ -684,10 +687,22 @@ def make_metadata_udf() -> Callable:
 class Stager:
     """Runs staging batches for one project on one SparkSession."""
 
-    def __init__(self, spark, config: ProjectConfig, log: Callable[[str], None] = print) -> None:
+    def __init__(
+        self,
+        spark,
+        config: ProjectConfig,
+        log: Callable[[str], None] = print,
+        detail: Callable[[str], None] | None = None,
+    ) -> None:
+        """Stage ``config``'s feeds on ``spark``.
+
+        ``log`` prints a few lines per batch and feed; ``detail`` one line per file (by default
+        ``log`` too; ``cdc run`` and ``cdc demo`` print them with ``--verbose``).
+        """
         self.spark = spark
         self.config = config
         self.log = log
+        self.detail = log if detail is None else detail
         self.raw_root = config.lake_root / "raw"
 
     # -- reading what is there ------------------------------------------------------------
@@ -776,6 +791,12 @@ class Stager:
                 if feed.format in DEDUPLICATED_BY_CONTENT
                 else {}
             )
+            if feed.format == linkexpress_extract.FORMAT and duplicates:
+                duplicates = {
+                    path: first
+                    for path, first in duplicates.items()
+                    if not self._truncates_only(feed.name, path)
+                }
             for path in paths:
                 summary.files_seen += 1
                 stat = path.stat()
@@ -848,6 +869,23 @@ class Stager:
             else:
                 known[digest] = self._relative(path)
         return out
+
+    def _truncates_only(self, feed: str, path: Path) -> bool:
+        """Tell whether a Linkexpress file decodes to empty full extracts (truncates) only."""
+        context = self.contexts([])[feed]
+        result = decode_candidate(
+            linkexpress_extract.FORMAT,
+            path.read_bytes(),
+            self._relative(path),
+            0,
+            0,
+            None,
+            context,
+            True,
+        )
+        return bool(result.rows) and all(
+            r["operation_code"] == linkexpress_extract.OP_EMPTY for r in result.rows
+        )
 
     def _relative(self, path: Path) -> str:
         return path.relative_to(self.config.landing_root).as_posix()
@@ -923,36 +961,47 @@ class Stager:
             return summary
         return self._commit_batch(summary, candidates, committed)
 
-    def open_rejects(
-        self, feed: str | None = None, reason: str | None = None
-    ) -> dict[tuple[str, str], list[tuple[int, int]]]:
-        """Return the open rejects of committed batches: ``(feed, source_file)`` → byte ranges.
+    def open_reject_rows(self) -> list:
+        """Return the open rejects of committed batches as Spark rows, by feed, file, offset.
+
+        Columns: ``feed, source_file, reason, record_offset, record_length, message``.
 
         A reject is open until a later batch restaged its file over its offset (a manifest row
-        of status :data:`RESTAGED` whose ``[byte_start, byte_end)`` holds it). Only files with
-        an open reject of ``feed`` and of ``reason`` (when given) are returned, each with all
-        its open ranges (``(offset, offset + length)``); rejects of refused files
-        (:data:`NOT_RESTAGED_REASONS`) are left out.
+        of status :data:`RESTAGED` whose ``[byte_start, byte_end)`` holds it). Reads the raw
+        tables only: it works right after ``cdc stage``, before any dbt run.
         """
         rejects = self.read_table("raw_rejects").where(f"ingest_batch_id != '{SCHEMA_PARTITION}'")
         files = self.read_table("raw_ingested_files").where(
             f"ingest_batch_id != '{SCHEMA_PARTITION}'"
         )
-        rejects.createOrReplaceTempView("cdc_restage_rejects")
-        files.createOrReplaceTempView("cdc_restage_files")
-        rows = self.spark.sql(
+        rejects.createOrReplaceTempView("cdc_open_rejects")
+        files.createOrReplaceTempView("cdc_open_files")
+        return self.spark.sql(
             """
-            select r.feed, r.source_file, r.reason, r.record_offset, r.record_length
-            from cdc_restage_rejects as r
-            left semi join (select distinct ingest_batch_id from cdc_restage_files) as c
+            select r.feed, r.source_file, r.reason, r.record_offset, r.record_length, r.message
+            from cdc_open_rejects as r
+            left semi join (select distinct ingest_batch_id from cdc_open_files) as c
                 on r.ingest_batch_id = c.ingest_batch_id
-            left anti join cdc_restage_files as m
+            left anti join cdc_open_files as m
                 on
                     m.feed = r.feed and m.source_file = r.source_file
                     and m.status = 'restaged' and m.ingest_batch_id > r.ingest_batch_id
                     and m.byte_start <= r.record_offset and r.record_offset < m.byte_end
+            order by r.feed, r.source_file, r.record_offset
             """
         ).collect()
+
+    def open_rejects(
+        self, feed: str | None = None, reason: str | None = None
+    ) -> dict[tuple[str, str], list[tuple[int, int]]]:
+        """Return the open rejects of committed batches: ``(feed, source_file)`` → byte ranges.
+
+        Open rejects as :meth:`open_reject_rows` reads them. Only files with
+        an open reject of ``feed`` and of ``reason`` (when given) are returned, each with all
+        its open ranges (``(offset, offset + length)``); rejects of refused files
+        (:data:`NOT_RESTAGED_REASONS`) are left out.
+        """
+        rows = self.open_reject_rows()
         ranges: dict[tuple[str, str], list[tuple[int, int]]] = {}
         wanted: set[tuple[str, str]] = set()
         for row in rows:
@@ -1091,6 +1140,11 @@ class Stager:
         ingested_at = dt.datetime.now(dt.UTC)
         for table in KINDS:  # raw_ingested_files is last: it commits the batch
             part = out.where(F.col("kind") == table).select(f"{table}.*")
+            if table == "raw_ingested_files":
+                # one file, so that the job commit (a rename out of _temporary) makes all of
+                # the batch's manifest rows visible at once: a kill leaves all or none
+                self.log(f"  committing batch {batch_id}: its manifest rows")
+                part = part.coalesce(1)
             order = [c for c in RAW_SORT_ORDER if c in part.columns]
             (
                 part.withColumn("ingested_at", F.lit(ingested_at))
@@ -1112,10 +1166,27 @@ class Stager:
                 summary.files_ingested += 1
             summary.rows[info["feed"]] = summary.rows.get(info["feed"], 0) + info["rows"]
             summary.rejects[info["feed"]] = summary.rejects.get(info["feed"], 0) + info["rejects"]
+        reasons: dict[str, collections.Counter] = {}
+        if sum(summary.rejects.values()):
+            for row in (
+                out.where(F.col("kind") == "raw_rejects")
+                .groupBy("raw_rejects.feed", "raw_rejects.reason")
+                .count()
+                .collect()
+            ):
+                reasons.setdefault(row.feed, collections.Counter())[row.reason] = row["count"]
         shutil.rmtree(scratch, ignore_errors=True)
-        for info in sorted(summary.per_file, key=lambda i: (i["feed"], i["source_file"])):
+        files = collections.Counter(info["feed"] for info in summary.per_file)
+        for feed, count in sorted(files.items()):
+            rows, rejects = summary.rows.get(feed, 0), summary.rejects.get(feed, 0)
+            why = ", ".join(f"{r} {n}" for r, n in sorted(reasons.get(feed, {}).items()))
             self.log(
-                f"    {info['feed']}: {info['source_file']} [{info['status']}] "
+                f"    {feed}: {count} file(s) decoded, {rows} rows, {rejects} rejects"
+                + (f" ({why}; `cdc rejects` lists them)" if why else "")
+            )
+        for info in sorted(summary.per_file, key=lambda i: (i["feed"], i["source_file"])):
+            self.detail(
+                f"      {info['feed']}: {info['source_file']} [{info['status']}] "
                 f"bytes {info['byte_start']}-{info['byte_end']}, {info['rows']} rows, {info['rejects']} rejects"
             )
         for name in summary.files_refused:

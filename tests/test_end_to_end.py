@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -145,6 +146,52 @@ def oracle_run(tmp_path_factory):
     return sim, project, landing, lake, runs[-1], incremental, full_refresh
 
 
+def test_the_run_output_is_short_and_its_summary_counts_what_the_marts_hold(oracle_run):
+    """issue 16: a run printed 277 dbt log lines and one line per file, and its summary listed
+    dbt's temporary tables. The last round's `cdc run` (the demo's path) prints at most 60
+    lines, none of dbt's own log, and its table is what the marts hold."""
+    _sim, _project, _landing, lake, last, incremental, _full = oracle_run
+    lines = last.stdout.splitlines()
+    assert len(lines) <= 60, last.stdout
+    assert not [line for line in lines if re.match(r"\d\d:\d\d:\d\d ", line)]
+    assert re.search(r"dbt build: \d+ node\(s\) built, \d+ test\(s\) run: \d+ passed", last.stdout)
+    assert "__dbt_tmp" not in last.stdout
+    shown = {
+        cells[0]: [int(c) for c in cells[1:]]
+        for line in lines
+        if line.startswith("│")
+        for cells in [[c.strip() for c in line.strip("│").split("│")]]
+    }
+
+    def per_feed(rows, value=lambda r: 1):
+        out: dict = {}
+        for r in rows:
+            out.setdefault(r["feed"], []).append(value(r))
+        return out
+
+    files = per_feed(read_mart(lake, "ingested_files"), lambda r: r["source_file"])
+    log = per_feed(read_mart(lake, "change_log"))
+    pending = per_feed(read_mart(lake, "pending_changes"))
+    state = per_feed(
+        read_mart(lake, "current_state"), lambda r: (r["source_schema"], r["source_table"])
+    )
+    history = per_feed(map(json.loads, incremental["history"].values()))
+    rejects = per_feed(r for r in read_mart(lake, "ingest_rejects") if not r["restaged_batch_id"])
+    expected = {
+        feed: [
+            len(set(files.get(feed, []))),
+            len(log.get(feed, [])),
+            len(pending.get(feed, [])),
+            len(set(state.get(feed, []))),
+            len(state.get(feed, [])),
+            len(history.get(feed, [])),
+            len(rejects.get(feed, [])),
+        ]
+        for feed in {**FEEDS, **JP_FEEDS}
+    }
+    assert shown == expected
+
+
 def test_incremental_rounds_and_a_full_refresh_build_identical_marts(oracle_run):
     *_, incremental, full_refresh = oracle_run
     assert len(incremental["history"]) > len(incremental["current_state"]) > 0
@@ -187,7 +234,7 @@ def test_current_state_equals_the_simulated_database(oracle_run):
         assert len([r for r in pending if r["feed"] == feed]) == max(
             len(sim.open_transaction) - 1, 0
         )
-    assert "cdc_changelog: what this run built" in first.stdout
+    assert "cdc_changelog: what the lake holds now" in first.stdout
     jp_sim = jp_simulation()
     assert any(c.operation == "TRUNCATE" for c in jp_sim.changes)
     for feed in JP_FEEDS:  # PURGE TABLE / empty full extracts in the middle of the workload
@@ -318,6 +365,10 @@ ITEM_MASTER_COLUMNS = [
 ]
 
 
+#: What `cdc stage` and `cdc rejects` printed in the real-samples project (before any dbt run).
+REJECT_LISTINGS: dict[str, str] = {}
+
+
 @pytest.fixture(scope="module")
 def real_samples_run(tmp_path_factory, samples):
     """The real Qlik samples (with bad input and tables with hostile names beside them) and the
@@ -409,7 +460,9 @@ def real_samples_run(tmp_path_factory, samples):
             }
         ],
     )
-    cdc(project, "stage", landing=landing, lake=lake)
+    staged = cdc(project, "stage", landing=landing, lake=lake)
+    # right after staging, before any dbt run: the rejects with their reasons (issue 16)
+    listed = cdc(project, "rejects", "--feed", "samples_kafka", landing=landing, lake=lake)
     cdc(project, "scaffold", landing=landing, lake=lake)
     columns = list(csv.DictReader((project / "seeds" / "cdc_columns.csv").open(encoding="utf-8")))
     # The .dfm declares no key for EDW.SAMPLE: the analytics engineer sets it.
@@ -418,6 +471,7 @@ def real_samples_run(tmp_path_factory, samples):
             c["primary_key_position"] = "1"
     tables = list(csv.DictReader((project / "seeds" / "cdc_tables.csv").open(encoding="utf-8")))
     write_seeds(project, columns, tables)
+    REJECT_LISTINGS.update(staged=staged.stdout, listed=listed.stdout)
     return project, lake, cdc(project, "run", landing=landing, lake=lake)
 
 
@@ -497,9 +551,24 @@ def test_real_samples_through_stage_scaffold_and_run_with_bad_input(real_samples
         ]
         > 0
     )
-    assert (
-        "4 reject(s) this batch" not in proc.stdout
-    )  # the rejects were staged by the earlier `cdc stage`
+    assert "4 new reject(s)" not in proc.stdout  # the rejects were staged by `cdc stage` before
+    # `cdc stage` named the reasons; `cdc rejects` listed each with file, offset and reason
+    assert "invalid_json 1" in REJECT_LISTINGS["staged"], REJECT_LISTINGS["staged"]
+    listed = [line.split("\t") for line in REJECT_LISTINGS["listed"].splitlines()]
+    assert listed[0] == [
+        "feed",
+        "source_file",
+        "record_offset",
+        "record_length",
+        "reason",
+        "message",
+    ]
+    assert {(r[0], r[1], r[4]) for r in listed[1:]} >= {
+        ("samples_kafka", "qlik_kafka/bad-0-00000000000000000000.jsonl", "invalid_json")
+    }
+    assert all(r[0] == "samples_kafka" for r in listed[1:])
+    # the run that applies that batch warns about them (tests/dbt/rejects_of_this_run.sql)
+    assert re.search(r"WARN \d+ rejects_of_this_run", proc.stdout), proc.stdout[-3000:]
     assert "│ samples_kafka" in proc.stdout
 
 

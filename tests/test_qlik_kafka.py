@@ -73,7 +73,12 @@ def test_employees_refresh_without_mapping_is_rejected_with_its_schema_id(sample
     data = (samples / EMPLOYEES).read_bytes()
     result = decode(data, "employees_salaries_md_and_refresh.jsonl")
     (rej,) = result.rejects
-    assert rej.message == "no metadata for schemaId 8FB9D3C10EA4B25751DF9CC8318F0A02"
+    # the message says what the topic is and how to map it (issue 16)
+    assert rej.message.startswith(
+        "no metadata for schemaId 8FB9D3C10EA4B25751DF9CC8318F0A02, and topic "
+        "'employees_salaries_md_and_refresh' is mapped to no table"
+    )
+    assert "options.topic_tables (employees_salaries_md_and_refresh: SCHEMA.TABLE)" in rej.message
     assert rej.record_index == 2 and data[rej.offset :].startswith(b'{"magic"')
 
 

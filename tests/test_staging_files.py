@@ -185,3 +185,43 @@ def test_a_file_delivered_again_under_another_name_is_counted_not_applied(tmp_pa
     manifest = out[0]["raw_ingested_files"]
     assert manifest["status"] == "duplicate" and manifest["rows"] == 0
     assert "h/SQLTXT_SV1_DST1.001" in manifest["message"]
+
+
+def test_a_linkexpress_file_delivered_again_is_a_duplicate_but_a_repeated_truncate_is_not(
+    tmp_path,
+):
+    """issue 14: a Linkexpress differential file landing again under a later name was applied
+    again at the later position. It is now a duplicate of the first; a file of empty full
+    extracts (a truncate) repeated is two truncates and both apply (staging.py,
+    DEDUPLICATED_BY_CONTENT)."""
+    from python_udfs.config import load_project
+    from python_udfs.simulator import write_feed
+    from python_udfs.staging import Stager, StageSummary
+    from tests.spark_project import REPO
+    from tests.test_end_to_end import jp_simulation
+
+    landing = tmp_path / "landing"
+    shipped = load_project(REPO, {"cdc_landing_root": str(landing)}, check_paths=False)
+    feed = shipped.feeds["linkexpress_demo"]
+    write_feed(jp_simulation(), feed.format, landing / "linkexpress_demo", feed.options)
+    lx_only = {"linkexpress_demo": {"format": feed.format, "path": "linkexpress_demo"}}
+    lx_only["linkexpress_demo"]["options"] = feed.options
+    config = load_project(REPO, {"cdc_landing_root": str(landing), "cdc_feeds": lx_only})
+    stager = Stager(None, config, lambda *_: None)
+    files = sorted((landing / "linkexpress_demo").rglob("*.dat"))
+    differential = next(p for p in files if p.name.endswith("_D.dat"))
+    truncates = [p for p in files if stager._truncates_only("linkexpress_demo", p)]
+    assert truncates and differential not in truncates
+    again = differential.with_name("LX999998_D.dat")
+    again.write_bytes(differential.read_bytes())
+    truncate_again = truncates[0].with_name("LX999999_F.dat")
+    truncate_again.write_bytes(truncates[0].read_bytes())
+    planned = {
+        c.source_file: c.duplicate_of
+        for c in stager.plan({}, StageSummary("b1"))
+        if c.feed == "linkexpress_demo"
+    }
+    relative = lambda p: p.relative_to(landing).as_posix()  # noqa: E731
+    assert planned[relative(again)] == relative(differential)
+    assert planned[relative(truncate_again)] is None
+    assert [k for k, v in planned.items() if v] == [relative(again)]
