@@ -726,18 +726,26 @@ def sql(config: ProjectConfig, query: str, as_json: bool) -> int:
         for row in rows:
             print(json.dumps(row.asDict(recursive=True), default=str, ensure_ascii=False))
         return 0
+    print_rows(columns, [tuple(row) for row in rows], f"{len(rows)} row(s)")
+    return 0
+
+
+def print_rows(columns: list[str], rows: list[tuple], title: str) -> None:
+    """Print rows as a table titled ``title`` on a terminal, else as tab-separated lines.
+
+    Tab-separated lines (:func:`tab_separated`) are the form a pipe or a file wants.
+    """
     if not sys.stdout.isatty():
-        sys.stdout.write(tab_separated(columns, [tuple(row) for row in rows]))
-        return 0
+        sys.stdout.write(tab_separated(columns, rows))
+        return
     from rich.table import Table
 
-    table = Table(title=f"{len(rows)} row(s)")
+    table = Table(title=title)
     for column in columns:
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*(_text(v) for v in row))
-    _console().print(table)
-    return 0
+    _console().print(table, markup=False)
 
 
 def list_rejects(config: ProjectConfig, feed: str | None = None) -> int:
@@ -758,17 +766,7 @@ def list_rejects(config: ProjectConfig, feed: str | None = None) -> int:
         for r in stager.open_reject_rows()
         if feed is None or r.feed == feed
     ]
-    if not sys.stdout.isatty():
-        sys.stdout.write(tab_separated(columns, rows))
-        return 0
-    from rich.table import Table
-
-    table = Table(title=f"{len(rows)} open reject(s)")
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(*(_text(v) for v in row))
-    _console().print(table, markup=False)
+    print_rows(columns, rows, f"{len(rows)} open reject(s)")
     return 0
 
 

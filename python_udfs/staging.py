@@ -703,6 +703,7 @@ class Stager:
         self.config = config
         self.log = log
         self.detail = log if detail is None else detail
+        self._lx_contexts: dict[str, dict[str, Any]] | None = None
         self.raw_root = config.lake_root / "raw"
 
     # -- reading what is there ------------------------------------------------------------
@@ -872,7 +873,9 @@ class Stager:
 
     def _truncates_only(self, feed: str, path: Path) -> bool:
         """Tell whether a Linkexpress file decodes to empty full extracts (truncates) only."""
-        context = self.contexts([])[feed]
+        if self._lx_contexts is None:  # built once: it reads every feed's catalog
+            self._lx_contexts = self.contexts([])
+        context = self._lx_contexts[feed]
         result = decode_candidate(
             linkexpress_extract.FORMAT,
             path.read_bytes(),
