@@ -107,21 +107,50 @@ lineage_sequenced as (
         row_number() over (
             partition by feed, source_schema, source_table, lineage_key, lineage_segment
             order by event_class, event_order, event_rank, kind, primary_key
-        ) as lineage_seq
+        ) as lineage_seq,
+        -- uniform: every image of the lineage carries the same columns (full images, the
+        -- common case), so the row after an event is the last image, no grid needed
+        coalesce(
+            min(case when sets_columns then sort_array(map_keys(image)) end) over lineage_whole
+            = max(case when sets_columns then sort_array(map_keys(image)) end) over lineage_whole,
+            true
+        ) as is_uniform
     from lineaged
+    window lineage_whole as (partition by feed, source_schema, source_table, lineage_key, lineage_segment)
+),
+
+uniform_steps as (
+    -- the row after each event of a uniform lineage: its last image (no image yet: no row)
+    select
+        *,
+        coalesce(
+            sort_array(map_entries(last(case when sets_columns then image end, true) over (
+                partition by feed, source_schema, source_table, lineage_key, lineage_segment
+                order by lineage_seq rows between unbounded preceding and current row
+            ))),
+            cast(array() as array<struct<key: string, value: string>>)
+        ) as entries
+    from lineage_sequenced
+    where is_uniform
+),
+
+grid_events as (
+    -- lineages whose images carry different columns (compressed updates, key changes)
+    select * from lineage_sequenced
+    where not is_uniform
 ),
 
 image_entries as (
     select
-        lineage_sequenced.feed,
-        lineage_sequenced.source_schema,
-        lineage_sequenced.source_table,
-        lineage_sequenced.lineage_key,
-        lineage_sequenced.lineage_segment,
-        lineage_sequenced.lineage_seq,
-        explode(lineage_sequenced.image) as (column_name, column_value)
-    from lineage_sequenced
-    where lineage_sequenced.sets_columns
+        grid_events.feed,
+        grid_events.source_schema,
+        grid_events.source_table,
+        grid_events.lineage_key,
+        grid_events.lineage_segment,
+        grid_events.lineage_seq,
+        explode(grid_events.image) as (column_name, column_value)
+    from grid_events
+    where grid_events.sets_columns
 ),
 
 lineage_columns as (
@@ -138,21 +167,21 @@ lineage_columns as (
 column_grid as (
     -- every event × every column its lineage carries
     select
-        lineage_sequenced.feed,
-        lineage_sequenced.source_schema,
-        lineage_sequenced.source_table,
-        lineage_sequenced.lineage_key,
-        lineage_sequenced.lineage_segment,
-        lineage_sequenced.lineage_seq,
+        grid_events.feed,
+        grid_events.source_schema,
+        grid_events.source_table,
+        grid_events.lineage_key,
+        grid_events.lineage_segment,
+        grid_events.lineage_seq,
         lineage_columns.column_name
-    from lineage_sequenced
+    from grid_events
     inner join lineage_columns
         on
-            lineage_sequenced.feed = lineage_columns.feed
-            and lineage_sequenced.source_schema = lineage_columns.source_schema
-            and lineage_sequenced.source_table = lineage_columns.source_table
-            and lineage_sequenced.lineage_key = lineage_columns.lineage_key
-            and lineage_sequenced.lineage_segment = lineage_columns.lineage_segment
+            grid_events.feed = lineage_columns.feed
+            and grid_events.source_schema = lineage_columns.source_schema
+            and grid_events.source_table = lineage_columns.source_table
+            and grid_events.lineage_key = lineage_columns.lineage_key
+            and grid_events.lineage_segment = lineage_columns.lineage_segment
 ),
 
 filled as (
@@ -204,18 +233,20 @@ event_rows as (
 ),
 
 stepped as (
+    select * from uniform_steps
+    union all
     select
-        lineage_sequenced.*,
+        grid_events.*,
         coalesce(event_rows.entries, cast(array() as array<struct<key: string, value: string>>)) as entries
-    from lineage_sequenced
+    from grid_events
     left join event_rows
         on
-            lineage_sequenced.feed = event_rows.feed
-            and lineage_sequenced.source_schema = event_rows.source_schema
-            and lineage_sequenced.source_table = event_rows.source_table
-            and lineage_sequenced.lineage_key = event_rows.lineage_key
-            and lineage_sequenced.lineage_segment = event_rows.lineage_segment
-            and lineage_sequenced.lineage_seq = event_rows.lineage_seq
+            grid_events.feed = event_rows.feed
+            and grid_events.source_schema = event_rows.source_schema
+            and grid_events.source_table = event_rows.source_table
+            and grid_events.lineage_key = event_rows.lineage_key
+            and grid_events.lineage_segment = event_rows.lineage_segment
+            and grid_events.lineage_seq = event_rows.lineage_seq
 ),
 
 compared as (
