@@ -195,16 +195,25 @@
 {% endmacro %}
 
 
-{% macro cdc_working_batches() %}
+{% macro cdc_working_batches(format) %}
     {#-
-        SQL predicate on raw table rows (columns feed, ingest_batch_id, source_file,
-        record_offset): the row is in this run's working set (cdc_working_set). Conditions on
-        ingest_batch_id prune the raw tables' batch partitions, conditions on source_file skip
-        parquet row groups by their statistics. 'false' when there is nothing to read (no state to carry and no new batch);
-        'true' at parse time.
+        SQL predicate on the rows of the raw table of feed format `format` (columns feed,
+        ingest_batch_id, source_file, record_offset): the row is in this run's working set
+        (cdc_working_set). Conditions on ingest_batch_id prune the raw tables' batch
+        partitions, conditions on source_file skip parquet row groups by their statistics.
+        'false' when there is nothing to read (no state to carry and no new batch) and when
+        cdc_feeds configures no feed of `format` (Spark then plans the staging model as empty
+        and reads nothing); 'true' at parse time.
     -#}
     {%- if not execute -%}
         {{ return('true') }}
+    {%- endif -%}
+    {%- set formats = [] -%}
+    {%- for spec in var('cdc_feeds', {}).values() -%}
+        {%- do formats.append(spec.get('format')) -%}
+    {%- endfor -%}
+    {%- if format not in formats -%}
+        {{ return('false') }}
     {%- endif -%}
     {%- set conditions = [] -%}
     {%- set new_batches = [] -%}

@@ -123,24 +123,44 @@ def lock_lake(lake_root: Path, inheritable: bool = False) -> None:
     if lake in _LAKE_LOCKS:
         return
     lake.mkdir(parents=True, exist_ok=True)
-    handle = open(lake / ".cdc.lock", "a+", encoding="utf-8")  # noqa: SIM115 - held until exit
+    # read-write without append, so the holder's line is written at the start of the file
+    descriptor = os.open(lake / ".cdc.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    handle = open(descriptor, "r+", encoding="utf-8")  # noqa: SIM115 - held until exit
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError as exc:
-        handle.seek(0)
-        holder = handle.read().strip() or "another process"
+        holder = _lock_holder(handle)
         handle.close()
         raise ConfigError(
             f"{lake}: the lake is in use by {holder}. Wait for it to finish (or stop the "
             "Thrift Server on this lake), then run again."
         ) from exc
+    # one write, then cut what an earlier holder's longer line left after it: a process that
+    # reads while this one holds the lock sees a whole first line, never an empty file
     handle.seek(0)
-    handle.truncate()
     handle.write(f"cdc process {os.getpid()} ({' '.join(sys.argv[:3])})\n")
     handle.flush()
+    handle.truncate()
     if inheritable:
         os.set_inheritable(handle.fileno(), True)
     _LAKE_LOCKS[lake] = handle
+
+
+def _lock_holder(handle, wait_seconds: float = 2.0) -> str:
+    """Return the first line of a held lock file: who holds the lake.
+
+    The holder writes it right after taking the lock, so an empty file is read again for up to
+    ``wait_seconds``; "another process" when it stays empty.
+    """
+    import time
+
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        handle.seek(0)
+        first = handle.readline().strip()
+        if first or time.monotonic() > deadline:
+            return first or "another process"
+        time.sleep(0.05)
 
 
 def java_executable() -> Path:

@@ -36,9 +36,17 @@ def clean_run(tmp_path_factory):
 @pytest.fixture(scope="session")
 def two_rounds(tmp_path_factory):
     """The two-round project of ``tests/two_rounds.py``: the apply scenarios, the HiRDB and
-    Linkexpress rounds and the little-endian trails, landed in two rounds, one ``cdc run``
-    each (see :func:`tests.two_rounds.run` for what it returns)."""
-    from tests import test_apply_scenarios, test_end_to_end, test_end_to_end_japanese, two_rounds
+    Linkexpress rounds, the little-endian trails and the restage of a table declared late,
+    landed in two rounds, one ``cdc run`` each (see :func:`tests.two_rounds.run` for what it
+    returns). Declaring the late table changes the seeds, so round 2 is a whole build; the
+    oracle's middle round is the data-only one (``test_end_to_end``)."""
+    from tests import (
+        test_apply_scenarios,
+        test_end_to_end,
+        test_end_to_end_japanese,
+        test_restage,
+        two_rounds,
+    )
 
     return two_rounds.run(
         tmp_path_factory.mktemp("two_rounds"),
@@ -46,15 +54,6 @@ def two_rounds(tmp_path_factory):
             "scenarios": test_apply_scenarios.prepare,
             "japanese": test_end_to_end_japanese.prepare,
             "little_endian": test_end_to_end.prepare_little_endian,
+            "restage": test_restage.prepare,
         },
     )
-
-
-@pytest.fixture(scope="session")
-def restage_rounds(tmp_path_factory):
-    """The two-round machinery of ``tests/two_rounds.py`` for ``cdc restage`` alone: its round 2
-    follows a seed change (a table declared late), so it is a whole build, not the data-only
-    round 2 of the shared project."""
-    from tests import test_restage, two_rounds
-
-    return two_rounds.run(tmp_path_factory.mktemp("restage"), {"restage": test_restage.prepare})

@@ -386,28 +386,3 @@ def test_exact_duplicates_are_ignored_and_conflicting_ones_reported(scenario_run
         line for line in round1.stdout.splitlines() if "conflicting_duplicate_changes" in line
     ]
     assert any("WARN 2 conflicting_duplicate_changes" in line for line in conflicts), conflicts
-
-
-def test_a_run_with_new_data_only_leaves_seeds_and_views_and_runs_every_test(two_rounds):
-    """issue 11, ADR 0009: round 2 lands data only (the project as round 1 built it), so its build
-    recreates no seed and no view (they hold no data) but rebuilds every table and incremental
-    model and runs every data test round 1 ran; the scenario tests above read its marts and its
-    `history` view."""
-    manifest = json.loads((two_rounds.project / "target" / "manifest.json").read_text())
-    kinds: dict[str, set] = {}
-    for uid, node in manifest["nodes"].items():
-        kind = node["resource_type"]
-        if kind == "model":
-            kind = node["config"]["materialized"]
-        kinds.setdefault(kind, set()).add(uid)
-    round1, round2 = two_rounds.round1.nodes, two_rounds.round2.nodes
-    assert "new data only" not in two_rounds.round1.stdout
-    assert "new data only" in two_rounds.round2.stdout
-    assert kinds["view"] and kinds["seed"] and kinds["table"] and kinds["incremental"]
-    for kind in ("view", "seed", "table", "incremental"):
-        assert kinds[kind] <= set(round1), kind
-    assert not (kinds["view"] | kinds["seed"]) & set(round2)
-    assert kinds["table"] | kinds["incremental"] <= set(round2)
-    tests1 = {uid for uid in round1 if uid.startswith("test.")}
-    assert tests1 and {uid for uid in round2 if uid.startswith("test.")} == tests1
-    assert set(round2.values()) <= {"success", "pass", "warn"}

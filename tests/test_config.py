@@ -1,3 +1,6 @@
+import os
+import sys
+
 import pytest
 
 from python_udfs.cli import main
@@ -161,6 +164,43 @@ def test_a_second_process_on_the_same_lake_stops_at_once(project, monkeypatch, t
         holder.wait()
     assert code == 2 and err.count("\n") == 1
     assert f"{lake.resolve()}: the lake is in use by cdc process {holder.pid}" in err
+
+
+def test_a_process_that_finds_the_lock_taken_before_its_holder_is_written_names_the_holder(
+    tmp_path,
+):
+    """Two `cdc run` started at once: the loser once read the lock file in the instant between
+    the winner's flock and its line, and said "in use by another process" (a crash-test run
+    caught it). The loser reads again until the holder's line is there; a longer line left by
+    an earlier holder does not survive."""
+    import fcntl
+    import threading
+
+    from python_udfs.config import ConfigError
+    from python_udfs.spark import lock_lake
+
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    lock_file = lake / ".cdc.lock"
+    lock_file.write_text("cdc process 1 (an earlier holder with a much longer line)\n")
+    with lock_file.open("r+", encoding="utf-8") as winner:
+        fcntl.flock(winner, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        winner.truncate()  # the moment before the winner writes its line
+
+        def write_holder():
+            winner.write("cdc process 42 (cdc run)\n")
+            winner.flush()
+
+        later = threading.Timer(0.3, write_holder)
+        later.start()
+        with pytest.raises(ConfigError, match=r"in use by cdc process 42 \(cdc run\)\."):
+            lock_lake(lake)
+        later.join()
+    lock_file.write_text("cdc process 7 (" + "x" * 300 + ")\n")
+    lock_lake(lake)  # released: this process takes it and writes its own line
+    assert lock_file.read_text(encoding="utf-8").splitlines() == [
+        f"cdc process {os.getpid()} ({' '.join(sys.argv[:3])})"
+    ]
 
 
 #: Names nothing can carry (empty, NUL, over config.MAX_NAME_LENGTH characters).

@@ -1,7 +1,7 @@
 """``cdc restage`` (issue 14): a table declared in the seeds after its files landed.
 
-The HiRDB update-SQL feed of one simulated database lands whole in round 1 of a two-round
-project of its own (``tests/two_rounds.py``, fixture ``restage_rounds``: declaring the table
+The HiRDB update-SQL feed of one simulated database lands whole in round 1 of the shared
+two-round project (``tests/two_rounds.py``, fixture ``two_rounds``: declaring the table
 changes the seeds, so its round 2 is a whole build) while one of its three tables is not in the
 seeds: that table's statements are ``unknown_table`` rejects and round 1 applies the other two. Then
 the table is declared, ``cdc restage`` decodes the rejected statements again in a new ingest
@@ -46,12 +46,12 @@ def prepare(src: Path) -> Contribution:
     )
 
 
-def test_a_table_declared_after_its_files_landed_is_restaged_and_applied_in_order(restage_rounds):
-    sim = restage_rounds.contributions["restage"].expected
-    first, again = restage_rounds.contributions["restage"].extra["between_rounds"]
-    lake = restage_rounds.lake
+def test_a_table_declared_after_its_files_landed_is_restaged_and_applied_in_order(two_rounds):
+    sim = two_rounds.contributions["restage"].expected
+    first, again = two_rounds.contributions["restage"].extra["between_rounds"]
+    lake = two_rounds.lake
     # Round 1: the late table's statements are rejects naming it; the rest is applied.
-    rejected = [r for r in restage_rounds.after_round1["ingest_rejects"] if r["feed"] == FEED]
+    rejected = [r for r in two_rounds.after_round1["ingest_rejects"] if r["feed"] == FEED]
     assert rejected and {r["reason"] for r in rejected} == {"unknown_table"}
     assert all(LATE_TABLE[2] in r["message"] for r in rejected)
     late = (LATE_TABLE[1], LATE_TABLE[2])

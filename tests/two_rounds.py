@@ -5,7 +5,8 @@ tests that land files in two rounds share one project and two runs instead of tw
 the apply scenarios (``test_apply_scenarios``), the HiRDB and Linkexpress rounds
 (``test_end_to_end_japanese``), the little-endian trails (``test_end_to_end``) and the
 restage of a table declared late (``test_restage``). Their feeds
-have their own names and folders, so no feed sees another's files.
+have their own names and folders, so no feed sees another's files. Declaring the late table
+changes the seeds between the rounds, so round 2 builds the whole project (ADR 0009).
 
 A contribution writes its feeds' complete files under ``src/<feed>`` and says what lands in
 round 1; round 2 lands the rest: every file of ``src`` missing from the landing folder or with
@@ -55,7 +56,7 @@ def land_rest(src: Path, landing: Path) -> None:
         shutil.copy2(path, target)
 
 
-def _run_results(project: Path) -> dict[str, str]:
+def run_results(project: Path) -> dict[str, str]:
     """{unique_id: status} of the nodes the last dbt invocation ran (target/run_results.json)."""
     results = json.loads((project / "target" / "run_results.json").read_text(encoding="utf-8"))
     return {r["unique_id"]: r["status"] for r in results["results"]}
@@ -94,7 +95,7 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
     for contribution in contributions.values():
         contribution.land_round1(src, landing)
     round1 = cdc(project, "run", landing=landing, lake=lake)
-    round1.nodes = _run_results(project)
+    round1.nodes = run_results(project)
     after_round1 = {mart: read_mart(lake, mart) for mart in ROUND1_MARTS}
     if undeclared:
         write_seeds(project, *seeds)
@@ -105,7 +106,7 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
             )
     land_rest(src, landing)
     round2 = cdc(project, "run", landing=landing, lake=lake)
-    round2.nodes = _run_results(project)
+    round2.nodes = run_results(project)
     history = query(project, "select * from cdc.history", landing=landing, lake=lake)
     return SimpleNamespace(
         project=project,

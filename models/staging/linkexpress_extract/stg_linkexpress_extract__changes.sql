@@ -17,7 +17,7 @@ with
 
 raw_records as (
     select * from {{ source('linkexpress_extract', 'raw_linkexpress_extract') }}
-    where {{ cdc_committed_batches() }} and {{ cdc_working_batches() }}
+    where {{ cdc_committed_batches() }} and {{ cdc_working_batches('linkexpress_extract') }}
 ),
 
 file_times as (

@@ -11,7 +11,7 @@ with
 
 raw_messages as (
     select * from {{ source('qlik_kafka', 'raw_qlik_kafka') }}
-    where {{ cdc_committed_batches() }} and {{ cdc_working_batches() }}
+    where {{ cdc_committed_batches() }} and {{ cdc_working_batches('qlik_kafka') }}
 ),
 
 classified as (
