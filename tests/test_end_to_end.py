@@ -673,7 +673,11 @@ def test_names_from_the_data_reach_every_typed_model_as_they_are(real_samples_ru
         ], HOSTILE_NAMES[n][:20]
 
 
-def test_dbt_docs_generate_documents_every_mart_model_and_column(oracle_run):
+def test_dbt_docs_generate_documents_every_model_source_and_column(oracle_run):
+    """issue 16: the docs site describes every source, staging, intermediate and mart model and
+    every column the catalog finds in them (from shared doc blocks), opens on an overview page,
+    cites no file outside the repository, and tags each node with its layer (and its feed
+    format, for raw tables and staging models) so the lineage graph can be filtered."""
     import json
     import os
     import subprocess
@@ -702,23 +706,63 @@ def test_dbt_docs_generate_documents_every_mart_model_and_column(oracle_run):
     assert proc.returncode == 0, proc.stdout[-4000:]
     manifest = json.loads((project / "target" / "manifest.json").read_text())
     catalog = json.loads((project / "target" / "catalog.json").read_text())
-    marts = {
+    nodes = {
         k: n
-        for k, n in manifest["nodes"].items()
-        if n["resource_type"] == "model" and n["path"].startswith("marts")
+        for k, n in {**manifest["nodes"], **manifest["sources"]}.items()
+        if n["resource_type"] in ("model", "source")
+        and k in {**catalog["nodes"], **catalog["sources"]}
     }
-    assert len(marts) >= 11
-    missing = []
-    for key, node in marts.items():
+    layers = {"staging", "intermediate", "marts"}
+    models = [n for n in nodes.values() if n["resource_type"] == "model"]
+    assert {n["path"].split("/")[0] for n in models} == layers
+    assert len([n for n in nodes.values() if n["resource_type"] == "source"]) == 8
+    missing, untagged, outside = [], [], []
+    for key, node in nodes.items():
+        name = node["name"]
         if not node["description"].strip():
-            missing.append(node["name"])
+            missing.append(name)
         documented = {
-            c.lower() for c, spec in node["columns"].items() if spec["description"].strip()
+            c.lower(): spec["description"]
+            for c, spec in node["columns"].items()
+            if spec["description"].strip()
         }
-        for column in catalog["nodes"][key]["columns"]:
+        kind = "sources" if node["resource_type"] == "source" else "nodes"
+        for column in catalog[kind][key]["columns"]:
             if column.lower() not in documented:
-                missing.append(f"{node['name']}.{column}")
+                missing.append(f"{name}.{column}")
+        texts = [node["description"], *documented.values()]
+        outside += [name for t in texts if "DESIGN.md" in t or "formats/" in t]
+        tags = set(node["tags"])
+        if node["resource_type"] == "source":
+            expected = {"raw", node["source_name"]}
+        else:
+            layer = node["path"].split("/")[0]
+            folder = node["path"].split("/")[1] if layer == "staging" else None
+            expected = {layer} | ({folder} if folder else set())
+        if not expected <= tags:
+            untagged.append((name, sorted(tags)))
     assert missing == []
+    assert outside == []
+    assert untagged == []
+    (overview,) = [
+        d
+        for d in manifest["docs"].values()
+        if d["name"] == "__overview__" and d["package_name"] == "cdc_changelog"
+    ]
+    assert "change_log" in overview["block_contents"]
+    freshness = {
+        n["name"]: n["loaded_at_field"]
+        for n in manifest["sources"].values()
+        if (n.get("freshness") or {}).get("warn_after", {}).get("count")
+    }
+    assert set(freshness) == {
+        "raw_ingested_files",
+        "raw_qlik_change_tables",
+        "raw_qlik_kafka",
+        "raw_goldengate_trail",
+        "raw_hirdb_update_sql",
+        "raw_linkexpress_extract",
+    } and set(freshness.values()) == {"ingested_at"}
 
 
 def test_real_goldengate_trails_through_stage_scaffold_and_run(real_samples_run):
