@@ -39,7 +39,7 @@ def two_rounds(tmp_path_factory):
     Linkexpress rounds, the little-endian trails and the restage of a table declared late,
     landed in two rounds, one ``cdc run`` each (see :func:`tests.two_rounds.run` for what it
     returns). Declaring the late table changes the seeds, so round 2 is a whole build; the
-    oracle's middle round is the data-only one (``test_end_to_end``)."""
+    oracle's second round is the data-only one (``test_end_to_end``)."""
     from tests import (
         test_apply_scenarios,
         test_end_to_end,

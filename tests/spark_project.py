@@ -91,6 +91,12 @@ def query(project: Path, sql: str, *, landing: Path, lake: Path) -> list[dict]:
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
+def run_results(project: Path) -> dict[str, str]:
+    """{unique_id: status} of the nodes the last dbt invocation ran (target/run_results.json)."""
+    results = json.loads((project / "target" / "run_results.json").read_text(encoding="utf-8"))
+    return {r["unique_id"]: r["status"] for r in results["results"]}
+
+
 def read_mart(lake: Path, table: str, schema: str = "cdc") -> list[dict]:
     """Read a built mart straight from its parquet files in the warehouse.
 

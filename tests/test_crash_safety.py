@@ -8,8 +8,9 @@ staging decodes, while it writes the batch's manifest rows (the commit), and bef
 that write state (key state after change_log was appended and the history partition written,
 the current-state table after the key state, the staging watermark after change_log and
 pending_changes). A kill before the history versions is not among them: the rerun after it
-starts from what the kill before the key state leaves, less the history partition. The run that completes each round has a twin
-started at the same moment on the same lake: one of the two applies, the other stops at once.
+starts from what the kill before the key state leaves, less the history partition. The run
+that completes each round has a twin started at the same moment on the same lake: one of the
+two applies, the other stops at once.
 """
 
 from __future__ import annotations

@@ -22,9 +22,10 @@ from tests.spark_project import (
     make_project,
     query,
     read_mart,
+    run_results,
     write_seeds,
 )
-from tests.two_rounds import Contribution, run_results
+from tests.two_rounds import Contribution
 
 pytestmark = pytest.mark.spark
 FEEDS = {

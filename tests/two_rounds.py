@@ -15,7 +15,6 @@ other bytes there (a file cut in round 1 grows to its full length).
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -56,17 +55,11 @@ def land_rest(src: Path, landing: Path) -> None:
         shutil.copy2(path, target)
 
 
-def run_results(project: Path) -> dict[str, str]:
-    """{unique_id: status} of the nodes the last dbt invocation ran (target/run_results.json)."""
-    results = json.loads((project / "target" / "run_results.json").read_text(encoding="utf-8"))
-    return {r["unique_id"]: r["status"] for r in results["results"]}
-
-
 def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> SimpleNamespace:
     """Write every contribution's files, build the project, run round 1 and round 2.
 
     Returns ``project``, ``landing``, ``lake``, ``round1`` / ``round2`` (the completed ``cdc
-    run`` processes, each with ``nodes``: ``{unique_id: status}`` of the dbt nodes it ran),
+    run`` processes),
     ``after_round1`` (:data:`ROUND1_MARTS` rows as round 1 left them),
     ``history`` (every row of ``cdc.history`` after round 2, as JSON objects) and
     ``contributions`` by name.
@@ -95,7 +88,6 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
     for contribution in contributions.values():
         contribution.land_round1(src, landing)
     round1 = cdc(project, "run", landing=landing, lake=lake)
-    round1.nodes = run_results(project)
     after_round1 = {mart: read_mart(lake, mart) for mart in ROUND1_MARTS}
     if undeclared:
         write_seeds(project, *seeds)
@@ -106,7 +98,6 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
             )
     land_rest(src, landing)
     round2 = cdc(project, "run", landing=landing, lake=lake)
-    round2.nodes = run_results(project)
     history = query(project, "select * from cdc.history", landing=landing, lake=lake)
     return SimpleNamespace(
         project=project,
