@@ -43,7 +43,7 @@ from python_udfs.config import load_project
 from python_udfs.simulator import Simulation, catalog_rows, simulate, tables_for, write_feed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.spark_project import REPO, make_project  # noqa: E402
+from tests.spark_project import REPO, demo_feeds_yaml, make_project  # noqa: E402
 
 CORES = os.cpu_count() or 2
 FEEDS = {
@@ -379,7 +379,7 @@ def measure(args: argparse.Namespace, events: int, work: Path) -> dict[str, tupl
     if tables_per_feed is None:
         make_project(work)  # the dbt project copy the end-to-end tests use, in work/project
     else:  # the catalog of the simulated tables, and their typed models (as cdc scaffold does)
-        make_project(work, seeds=catalog_rows(FEEDS, tables_per_feed), typed_models=False)
+        make_project(work, demo_feeds_yaml(), seeds=catalog_rows(FEEDS, tables_per_feed))
         write_typed_models(load_project(work / "project", check_paths=False))
     env = {
         **os.environ,

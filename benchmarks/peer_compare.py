@@ -184,7 +184,7 @@ def run_ours(data: Path, work: Path) -> list[dict]:
     tables = [
         {"feed": FEED, "source_schema": SCHEMA, "source_table": TABLE, "table_identifier": ""}
     ]
-    make_project(work, FEEDS_YAML, (columns, tables), typed_models=False)
+    make_project(work, FEEDS_YAML, (columns, tables))
     from python_udfs.cli import write_typed_models
     from python_udfs.config import load_project
 

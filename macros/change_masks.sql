@@ -48,9 +48,9 @@
 {% macro cdc_feed_option(feed_format, option, default) %}
     {#-
         A SQL expression giving decoder option `option` of the row's feed (column `feed`), as
-        declared in var('cdc_feeds'), for feeds of `feed_format`; `default` otherwise.
+        declared in cdc_feeds(), for feeds of `feed_format`; `default` otherwise.
     -#}
-    {%- set feeds = var('cdc_feeds', {}) -%}
+    {%- set feeds = cdc_feeds() -%}
     {%- set names = [] -%}
     {%- for name, spec in feeds.items() if spec.format == feed_format -%}
         {%- do names.append(name) -%}

@@ -28,3 +28,31 @@
     {%- endfor -%}
     {{ return(statements[0] if statements else '') }}
 {% endmacro %}
+
+
+{% macro cdc_feeds() %}
+    {#-
+        The feeds in effect, name -> {format, path, options}: var('cdc_feeds'), and while
+        var('cdc_demo') is true the demo feeds of var('cdc_demo_feeds') too. The Python side
+        (python_udfs/config.py, load_project) merges the same two vars the same way.
+    -#}
+    {%- set feeds = {} -%}
+    {%- if var('cdc_demo', false) -%}
+        {%- do feeds.update(var('cdc_demo_feeds', {}) or {}) -%}
+    {%- endif -%}
+    {%- do feeds.update(var('cdc_feeds', {}) or {}) -%}
+    {{ return(feeds) }}
+{% endmacro %}
+
+
+{% macro cdc_catalog_seeds() %}
+    {#-
+        The catalog seeds of columns in effect, as relations: cdc_columns (the project's own
+        tables), and cdc_demo_columns (seeds/demo/) while var('cdc_demo') is true.
+    -#}
+    {%- set seeds = [ref('cdc_columns')] -%}
+    {%- if var('cdc_demo', false) -%}
+        {%- do seeds.append(ref('cdc_demo_columns')) -%}
+    {%- endif -%}
+    {{ return(seeds) }}
+{% endmacro %}

@@ -1,14 +1,20 @@
 {% macro cdc_catalog_column_types(feed, source_schema, source_table) %}
     {#-
         The catalog's columns of one table as rows (column_name, spark_type) in ordinal order
-        (seeds/cdc_columns.csv). Raises a compiler error naming the seed when it has none.
-        Empty at parse time.
+        (the seeds of cdc_catalog_seeds). Raises a compiler error naming the seed when it has
+        none. Empty at parse time.
     -#}
     {%- set columns = [] -%}
-    {%- if execute and load_relation(ref('cdc_columns')) is not none -%}
+    {%- set seeds = cdc_catalog_seeds() -%}
+    {%- if execute and load_relation(seeds[0]) is not none -%}
         {%- set query -%}
             select column_name, spark_type
-            from {{ ref('cdc_columns') }}
+            from (
+                {%- for seed in seeds %}
+                select * from {{ seed }}
+                {%- if not loop.last %} union all{% endif %}
+                {%- endfor %}
+            )
             where
                 feed = {{ cdc_string_literal(feed) }}
                 and source_schema = {{ cdc_string_literal(source_schema) }}
@@ -18,7 +24,7 @@
         {%- set columns = run_query(query).rows -%}
         {%- if columns | length == 0 -%}
             {{ exceptions.raise_compiler_error(
-                "seeds/cdc_columns.csv has no columns for " ~ feed ~ " " ~ source_schema ~ "." ~ source_table
+                "the catalog seeds (seeds/cdc_columns.csv) have no columns for " ~ feed ~ " " ~ source_schema ~ "." ~ source_table
                 ~ ": add them (or run `cdc scaffold`) or delete this model file."
             ) }}
         {%- endif -%}
@@ -63,7 +69,9 @@
         maps column → canonical text) with the catalog's columns cast to their spark_type
         between `leading_columns` and `trailing_columns` (lists of the mart's column names).
     -#}
-    -- depends_on: {{ ref('cdc_columns') }}
+    {%- for seed in cdc_catalog_seeds() %}
+    -- depends_on: {{ seed }}
+    {%- endfor %}
     {%- set columns = cdc_catalog_column_types(feed, source_schema, source_table) %}
 
 with

@@ -60,7 +60,7 @@
     {%- endif -%}
     {%- set ordered_feeds = ["''"] -%}
     {%- set trail_feeds = ["''"] -%}
-    {%- for feed, spec in var('cdc_feeds', {}).items() -%}
+    {%- for feed, spec in cdc_feeds().items() -%}
         {%- if spec.get('format') in ('goldengate_trail', 'hirdb_update_sql', 'linkexpress_extract') -%}
             {%- do ordered_feeds.append("'" ~ feed ~ "'") -%}
         {%- endif -%}
@@ -209,7 +209,7 @@
         {{ return('true') }}
     {%- endif -%}
     {%- set formats = [] -%}
-    {%- for spec in var('cdc_feeds', {}).values() -%}
+    {%- for spec in cdc_feeds().values() -%}
         {%- do formats.append(spec.get('format')) -%}
     {%- endfor -%}
     {%- if format not in formats -%}

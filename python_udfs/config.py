@@ -4,7 +4,12 @@ Feeds are declared under ``vars.cdc_feeds`` (name → ``format``, ``path`` below
 root, ``options``). ``vars.cdc_landing_root`` / ``vars.cdc_lake_root`` give the roots, relative
 to the project directory unless absolute; the environment variables ``CDC_LANDING_ROOT`` and
 ``CDC_LAKE_ROOT`` override them. The catalog of replicated tables is
-``seeds/cdc_columns.csv`` and ``seeds/cdc_tables.csv`` (DESIGN.md §3).
+``seeds/cdc_columns.csv`` and ``seeds/cdc_tables.csv``.
+
+The demo is separable: while ``vars.cdc_demo`` is true, the feeds of ``vars.cdc_demo_feeds``
+and the demo catalog ``seeds/demo/cdc_demo_columns.csv`` / ``cdc_demo_tables.csv`` are in
+effect too (the dbt macros ``cdc_feeds`` and ``cdc_catalog_seeds`` merge the same files);
+``cdc_demo: false`` leaves only the project's own feeds and tables.
 
 Every configuration mistake raises :class:`ConfigError` with one message that names the file
 and the fix; the CLI prints it and exits with status 2.
@@ -48,6 +53,8 @@ CDC_COLUMNS_HEADER = [
     "spark_type",
 ]
 CDC_TABLES_HEADER = ["feed", "source_schema", "source_table", "table_identifier"]
+#: The demo's catalog seeds, relative to the seeds folder: (columns, tables).
+DEMO_SEEDS = (Path("demo") / "cdc_demo_columns.csv", Path("demo") / "cdc_demo_tables.csv")
 
 
 class ConfigError(Exception):
@@ -129,6 +136,9 @@ class ProjectConfig:
     spark_types: dict[tuple[str, str, str], dict[str, str]]
     table_identifiers: dict[tuple[str, str], tuple[str, str]]
     raw_schema: str = "cdc_raw"
+    #: Whether the demo is on (``vars.cdc_demo``), and the names of its feeds then in effect.
+    demo: bool = False
+    demo_feeds: frozenset[str] = frozenset()
 
     def feed_catalog(self, feed: str) -> dict[tuple[str, str], list[MetadataColumn]]:
         """Return the seed's columns of one feed's tables, keyed by ``(schema, table)``."""
@@ -145,10 +155,12 @@ def load_project(
 ) -> ProjectConfig:
     """Read ``dbt_project.yml`` and the catalog seeds of ``project_dir`` and validate them.
 
-    ``extra_vars`` overrides vars as ``dbt --vars`` does. With ``check_paths`` every feed's
-    landing folder must exist. Raises :class:`ConfigError` for a missing project file, an
-    unknown feed format, a missing landing folder, malformed seeds, or a table listed in
-    ``cdc_tables.csv`` without columns in ``cdc_columns.csv``.
+    ``extra_vars`` overrides vars as ``dbt --vars`` does. The feeds are ``vars.cdc_feeds``
+    plus, while ``vars.cdc_demo`` is true, ``vars.cdc_demo_feeds``. With ``check_paths`` every
+    feed's landing folder must exist. Raises :class:`ConfigError` for a missing project file,
+    no feed at all, a feed name in both vars, an unknown feed format, a missing landing
+    folder, malformed seeds, or a table listed in ``cdc_tables.csv`` without columns in
+    ``cdc_columns.csv``.
     """
     project_file = project_dir / "dbt_project.yml"
     if not project_file.is_file():
@@ -158,11 +170,26 @@ def load_project(
     with project_file.open(encoding="utf-8") as fh:
         project = yaml.safe_load(fh) or {}
     variables = {**(project.get("vars") or {}), **(extra_vars or {})}
-    feeds_var = variables.get("cdc_feeds")
-    if not isinstance(feeds_var, Mapping) or not feeds_var:
+    demo = variables.get("cdc_demo", False) is True
+    own_feeds = variables.get("cdc_feeds") or {}
+    demo_feeds = (variables.get("cdc_demo_feeds") or {}) if demo else {}
+    for var_name, value in (("cdc_feeds", own_feeds), ("cdc_demo_feeds", demo_feeds)):
+        if not isinstance(value, Mapping):
+            raise ConfigError(
+                f"{project_file}: vars.{var_name} must be a mapping of feed name to "
+                "`{format: ..., path: ..., options: {...}}`."
+            )
+    both = sorted(set(own_feeds) & set(demo_feeds))
+    if both:
         raise ConfigError(
-            f"{project_file}: vars.cdc_feeds is missing or empty. Declare each feed as "
-            "`<name>: {format: ..., path: ..., options: {...}}`."
+            f"{project_file}: feed {both[0]} is in vars.cdc_feeds and in vars.cdc_demo_feeds. "
+            "Rename your feed, or switch the demo off with `cdc_demo: false`."
+        )
+    feeds_var = {**demo_feeds, **own_feeds}
+    if not feeds_var:
+        raise ConfigError(
+            f"{project_file}: vars.cdc_feeds is empty and the demo is off (cdc_demo: false). "
+            "Declare each feed as `<name>: {format: ..., path: ..., options: {...}}`."
         )
     landing_root = _root(
         str(variables.get("cdc_landing_root", "landing")), "CDC_LANDING_ROOT", project_dir
@@ -170,7 +197,9 @@ def load_project(
     lake_root = _root(str(variables.get("cdc_lake_root", "lake")), "CDC_LAKE_ROOT", project_dir)
     feeds: dict[str, FeedConfig] = {}
     for name, spec in feeds_var.items():
-        where = f"{project_file}: vars.cdc_feeds.{name}"
+        where = (
+            f"{project_file}: vars.{'cdc_feeds' if name in own_feeds else 'cdc_demo_feeds'}.{name}"
+        )
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", str(name)):
             raise ConfigError(
                 f"{where}: a feed name is letters, digits and underscores (at most 64, not "
@@ -204,7 +233,7 @@ def load_project(
                 "trail's own metadata records."
             )
         feeds[str(name)] = FeedConfig(str(name), fmt, path, dict(options))
-    catalog, spark_types, identifiers = load_catalog(project_dir / "seeds", feeds)
+    catalog, spark_types, identifiers = load_catalog(project_dir / "seeds", feeds, demo)
     return ProjectConfig(
         project_dir=project_dir.resolve(),
         landing_root=landing_root,
@@ -214,6 +243,8 @@ def load_project(
         spark_types=spark_types,
         table_identifiers=identifiers,
         raw_schema=str(variables.get("cdc_raw_schema", "cdc_raw")),
+        demo=demo,
+        demo_feeds=frozenset(str(name) for name in demo_feeds),
     )
 
 
@@ -308,7 +339,7 @@ def _read_seed(path: Path, header: list[str]) -> list[dict[str, str]]:
         reader = csv.DictReader(fh)
         if reader.fieldnames != header:
             raise ConfigError(
-                f"{path}: header is {reader.fieldnames}; it must be exactly {','.join(header)} (DESIGN.md §3)."
+                f"{path}: header is {reader.fieldnames}; it must be exactly {','.join(header)}."
             )
         return list(reader)
 
@@ -322,13 +353,36 @@ def _int(value: str, path: Path, line: int, column: str) -> int | None:
         raise ConfigError(f"{path}:{line}: {column} {value!r} is not an integer.") from exc
 
 
-def load_catalog(seeds_dir: Path, feeds: Mapping[str, FeedConfig]):
-    """Read ``cdc_columns.csv`` and ``cdc_tables.csv``; return catalog, Spark types, identifiers.
+def load_catalog(seeds_dir: Path, feeds: Mapping[str, FeedConfig], demo: bool = False):
+    """Read the catalog seeds; return catalog, Spark types, identifiers (see :class:`ProjectConfig`).
 
-    Raises :class:`ConfigError` when a seed is missing or malformed, or a table of
-    ``cdc_tables.csv`` has no columns in ``cdc_columns.csv``.
+    The seeds are ``cdc_columns.csv`` and ``cdc_tables.csv`` of ``seeds_dir`` and, with
+    ``demo``, the demo's (:data:`DEMO_SEEDS`). Raises :class:`ConfigError` when a seed is
+    missing or malformed, a table of a tables seed has no columns in its columns seed, or a
+    table is in both the project's seeds and the demo's.
     """
-    columns_path, tables_path = seeds_dir / "cdc_columns.csv", seeds_dir / "cdc_tables.csv"
+    pairs = [(seeds_dir / "cdc_columns.csv", seeds_dir / "cdc_tables.csv")]
+    if demo:
+        pairs.append((seeds_dir / DEMO_SEEDS[0], seeds_dir / DEMO_SEEDS[1]))
+    catalog: dict[tuple[str, str, str], list[MetadataColumn]] = {}
+    spark_types: dict[tuple[str, str, str], dict[str, str]] = {}
+    identifiers: dict[tuple[str, str], tuple[str, str]] = {}
+    for columns_path, tables_path in pairs:
+        one = _load_seed_pair(columns_path, tables_path)
+        for key in one[0]:
+            if key in catalog:
+                raise ConfigError(
+                    f"{columns_path}: table {'.'.join(key[1:])} of feed {key[0]} is declared in "
+                    f"{pairs[0][0]} too. Keep one of them (or switch the demo off)."
+                )
+        catalog.update(one[0])
+        spark_types.update(one[1])
+        identifiers.update(one[2])
+    return catalog, spark_types, identifiers
+
+
+def _load_seed_pair(columns_path: Path, tables_path: Path):
+    """Read one columns seed and its tables seed (see :func:`load_catalog`)."""
     catalog: dict[tuple[str, str, str], list[MetadataColumn]] = {}
     spark_types: dict[tuple[str, str, str], dict[str, str]] = {}
     for line, row in enumerate(_read_seed(columns_path, CDC_COLUMNS_HEADER), start=2):

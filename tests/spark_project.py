@@ -19,12 +19,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def make_project(
-    root: Path,
-    feeds_yaml: str | None = None,
-    seeds: tuple[list, list] | None = None,
-    typed_models: bool = True,
+    root: Path, feeds_yaml: str | None = None, seeds: tuple[list, list] | None = None
 ) -> Path:
-    """Copy the dbt project into ``root/project``; optionally replace the feeds and the seeds."""
+    """Copy the dbt project into ``root/project``, the demo on.
+
+    ``feeds_yaml`` (a ``  cdc_feeds:`` block) switches the demo off (``cdc_demo: false``, as a
+    user's project does) and declares those feeds; ``seeds`` replaces the project's own
+    catalog seeds (``cdc_columns.csv``, ``cdc_tables.csv``).
+    """
     project = root / "project"
     project.mkdir(parents=True)
     for name in ("dbt_project.yml", "profiles.yml"):
@@ -33,19 +35,33 @@ def make_project(
         shutil.copytree(
             REPO / name, project / name, ignore=shutil.ignore_patterns("__pycache__", "*.py")
         )
-    if not typed_models:
-        shutil.rmtree(project / "models" / "marts" / "tables")
-        (project / "models" / "marts" / "tables").mkdir()
     if feeds_yaml is not None:
-        text = (project / "dbt_project.yml").read_text(encoding="utf-8")
-        start = text.index("  cdc_feeds:")
-        end = text.index("\nmodels:")
-        (project / "dbt_project.yml").write_text(
-            text[:start] + feeds_yaml.rstrip() + "\n" + text[end:], encoding="utf-8"
-        )
+        set_feeds(project, feeds_yaml)
     if seeds is not None:
         write_seeds(project, *seeds)
     return project
+
+
+def demo_feeds_yaml() -> str:
+    """The demo's feeds (``vars.cdc_demo_feeds``) as a ``  cdc_feeds:`` block for :func:`set_feeds`:
+    a project of the demo's feeds with a catalog of its own instead of the demo's."""
+    text = (REPO / "dbt_project.yml").read_text(encoding="utf-8")
+    start = text.index("  cdc_demo_feeds:\n")
+    end = text.index("\n  cdc_feeds:", start)
+    block = text[start:end].split("\n", 1)[1]
+    return "  cdc_feeds:\n" + "\n".join(
+        line for line in block.splitlines() if not line.lstrip().startswith("#")
+    )
+
+
+def set_feeds(project: Path, feeds_yaml: str) -> None:
+    """Switch the project's demo off and declare ``feeds_yaml`` (a ``  cdc_feeds:`` block)."""
+    path = project / "dbt_project.yml"
+    text = path.read_text(encoding="utf-8").replace(
+        "\n  cdc_demo: true\n", "\n  cdc_demo: false\n", 1
+    )
+    start, end = text.index("  cdc_feeds:"), text.index("\nmodels:")
+    path.write_text(text[:start] + feeds_yaml.rstrip() + "\n" + text[end:], encoding="utf-8")
 
 
 def write_seeds(project: Path, columns: list[dict], tables: list[dict]) -> None:

@@ -4,19 +4,12 @@ import sys
 import pytest
 
 from python_udfs.cli import main
-from tests.spark_project import HOSTILE_NAMES, make_project, write_seeds
+from tests.spark_project import HOSTILE_NAMES, make_project, set_feeds, write_seeds
 
 
 @pytest.fixture
 def project(tmp_path):
     return make_project(tmp_path)
-
-
-def _set_feeds(project, text):
-    path = project / "dbt_project.yml"
-    body = path.read_text(encoding="utf-8")
-    start, end = body.index("  cdc_feeds:"), body.index("\nmodels:")
-    path.write_text(body[:start] + text + body[end:], encoding="utf-8")
 
 
 def _run(project, monkeypatch, tmp_path, capsys, *args):
@@ -27,7 +20,7 @@ def _run(project, monkeypatch, tmp_path, capsys, *args):
 
 
 def test_unknown_format_names_the_file_and_the_fix(project, monkeypatch, tmp_path, capsys):
-    _set_feeds(project, "  cdc_feeds:\n    f1: {format: qlik_csv, path: f1}\n")
+    set_feeds(project, "  cdc_feeds:\n    f1: {format: qlik_csv, path: f1}\n")
     code, err = _run(project, monkeypatch, tmp_path, capsys, "stage")
     assert code == 2
     assert "dbt_project.yml: vars.cdc_feeds.f1: unknown format 'qlik_csv'" in err
@@ -73,7 +66,7 @@ def test_missing_sourcedefs_file_names_the_option(project, monkeypatch, tmp_path
     code, err = _run(project, monkeypatch, tmp_path, capsys, "stage")
     assert (
         code == 2
-        and "vars.cdc_feeds.goldengate_demo.options.definitions" in err
+        and "vars.cdc_demo_feeds.goldengate_demo.options.definitions" in err
         and "sim.def" in err
     )
 
@@ -128,7 +121,7 @@ def test_seed_with_wrong_header(project, monkeypatch, tmp_path, capsys):
     ],
 )
 def test_bad_decoder_options_fail_fast(project, monkeypatch, tmp_path, capsys, feed, expected):
-    _set_feeds(project, f"  cdc_feeds:\n    {feed}\n")
+    set_feeds(project, f"  cdc_feeds:\n    {feed}\n")
     (tmp_path / "landing" / "f1").mkdir(parents=True)
     code, err = _run(project, monkeypatch, tmp_path, capsys, "stage")
     assert code == 2 and expected in err and err.count("\n") == 1
@@ -315,3 +308,39 @@ def test_sql_rows_for_a_pipe_are_tab_separated_one_line_each():
         'f1\t{"ID": "1", "NAME": null}\ttwo\\nlines\\tand a \\\\',
         "f2\tNULL\t",
     ]
+
+
+def test_the_demo_switched_off_leaves_only_the_projects_own_feeds_and_tables(
+    project, monkeypatch, tmp_path, capsys
+):
+    """issue 16: `cdc_demo: false` switches off the demo's feeds and catalog (and `cdc demo`
+    says so); a project of one's own starts with no feed, no table, and one line saying what
+    to declare."""
+    from python_udfs.config import load_project
+
+    assert load_project(project, check_paths=False).demo_feeds == {
+        "qlik_ct_demo",
+        "qlik_kafka_demo",
+        "goldengate_demo",
+        "hirdb_demo",
+        "linkexpress_demo",
+    }
+    set_feeds(project, "  cdc_feeds: {}\n")
+    code, err = _run(project, monkeypatch, tmp_path, capsys, "stage")
+    assert code == 2 and err.count("\n") == 1
+    assert "vars.cdc_feeds is empty and the demo is off (cdc_demo: false)" in err
+    set_feeds(project, "  cdc_feeds:\n    mine: {format: qlik_change_tables, path: mine}\n")
+    code, err = _run(project, monkeypatch, tmp_path, capsys, "demo")
+    assert code == 2 and "the demo is switched off (vars.cdc_demo: false)" in err
+    config = load_project(project, check_paths=False)
+    assert (list(config.feeds), config.catalog, config.demo_feeds) == (["mine"], {}, frozenset())
+    # with the demo on again, a feed of one's own may not take a demo feed's name
+    path = project / "dbt_project.yml"
+    path.write_text(
+        path.read_text(encoding="utf-8")
+        .replace("cdc_demo: false", "cdc_demo: true")
+        .replace("    mine: {", "    hirdb_demo: {"),
+        encoding="utf-8",
+    )
+    code, err = _run(project, monkeypatch, tmp_path, capsys, "stage")
+    assert code == 2 and "feed hirdb_demo is in vars.cdc_feeds and in vars.cdc_demo_feeds" in err

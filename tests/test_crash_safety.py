@@ -170,7 +170,7 @@ def _rounds(src: Path) -> list[list[list[Path]]]:
 
 def _project(root: Path, landing: Path) -> Path:
     seeds = catalog_rows({name: fmt for name, (fmt, _options) in FEEDS.items()})
-    project = make_project(root, FEEDS_YAML, seeds=seeds, typed_models=False)
+    project = make_project(root, FEEDS_YAML, seeds=seeds)
     for name in FEEDS:
         (landing / name).mkdir(parents=True)
     return project

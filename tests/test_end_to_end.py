@@ -51,11 +51,21 @@ def _state(lake):
 
 
 def test_shipped_seeds_describe_the_simulated_tables():
+    """The demo's catalog is the simulator's, its typed models are what `cdc scaffold` writes
+    for it, and the project's own seeds start empty (the demo is separable, issue 16)."""
+    from python_udfs.cli import DEMO_TYPED_MODELS_DIR, DEMO_TYPED_MODELS_YML, typed_model_files
+    from python_udfs.config import DEMO_SEEDS, load_catalog
+
     columns, tables = catalog_rows({**FEEDS, **JP_FEEDS})
-    with (REPO / "seeds" / "cdc_columns.csv").open(encoding="utf-8") as fh:
+    with (REPO / "seeds" / DEMO_SEEDS[0]).open(encoding="utf-8") as fh:
         shipped = list(csv.DictReader(fh))
     assert [{k: str(v) for k, v in row.items()} for row in columns] == shipped
     assert len(tables) == 15 and CDC_COLUMNS_HEADER == list(shipped[0])
+    catalog, spark_types, _ = load_catalog(REPO / "seeds", {}, demo=True)
+    expected = typed_model_files(catalog, spark_types, DEMO_TYPED_MODELS_YML, demo=True)
+    folder = REPO / DEMO_TYPED_MODELS_DIR
+    assert {p.name: p.read_text(encoding="utf-8") for p in folder.iterdir()} == expected
+    assert load_catalog(REPO / "seeds", {})[0] == {}
 
 
 #: Landing rounds of the oracle: the first builds from nothing, the second is an incremental,
@@ -431,9 +441,8 @@ def real_samples_run(tmp_path_factory, samples):
     shutil.copy(samples / "goldengate" / "tr000000000", landing / "gg_tr" / "tr000000000")
     shutil.copytree(samples / "qlik_ct", landing / "qlik_ct")
     shutil.copytree(samples / "qlik_kafka", landing / "qlik_kafka")
-    project = make_project(
-        tmp_path, SAMPLE_FEEDS + GOLDENGATE_FEEDS, seeds=([], []), typed_models=False
-    )
+    # the demo switched off, as a user's project does: only the samples' tables are built
+    project = make_project(tmp_path, SAMPLE_FEEDS + GOLDENGATE_FEEDS)
     # bad input beside the real files: wrong field count, non-JSON line, Avro not matching, overlong mask
     ct_dir = landing / "qlik_ct" / "EDW.SAMPLE__ct"
     shutil.copy(ct_dir / "20211201-122433444.dfm", ct_dir / "20211201-130000000.dfm")
@@ -520,7 +529,29 @@ def real_samples_run(tmp_path_factory, samples):
     tables = list(csv.DictReader((project / "seeds" / "cdc_tables.csv").open(encoding="utf-8")))
     write_seeds(project, columns, tables)
     REJECT_LISTINGS.update(staged=staged.stdout, listed=listed.stdout)
-    return project, lake, cdc(project, "run", landing=landing, lake=lake)
+    run = cdc(project, "run", landing=landing, lake=lake)
+    REAL_SAMPLES_NODES.update(run_results(project))
+    return project, lake, run
+
+
+#: {unique_id: status} of the dbt nodes the real-samples `cdc run` built and tested.
+REAL_SAMPLES_NODES: dict[str, str] = {}
+
+
+def test_with_the_demo_off_a_run_builds_only_the_real_samples_tables(real_samples_run):
+    """issue 16: the real samples' project has the demo switched off (`cdc_demo: false`, as a
+    user's project does): no demo seed, typed model or test is built, and the catalog, the
+    marts and the typed views hold the samples' feeds alone."""
+    project, lake, _proc = real_samples_run
+    feeds = ("samples_ct", "samples_kafka", "gg_tc", "gg_tr")
+    assert REAL_SAMPLES_NODES and not [n for n in REAL_SAMPLES_NODES if "demo" in n]
+    assert "seed.cdc_changelog.cdc_columns" in REAL_SAMPLES_NODES
+    models = {n.split(".")[2] for n in REAL_SAMPLES_NODES if n.startswith("model.")}
+    typed = {m for m in models if "__" in m and not m.startswith(("stg_", "int_"))}
+    assert typed and all(m.startswith(tuple(f"{f}__" for f in feeds)) for m in typed)
+    # every table of the samples has its typed views, and nothing else has any
+    assert {r["feed"] for r in read_mart(lake, "current_state")} == set(feeds)
+    assert {r["feed"] for r in read_mart(lake, "ingested_files")} == set(feeds)
 
 
 def test_real_samples_through_stage_scaffold_and_run_with_bad_input(real_samples_run):

@@ -60,7 +60,7 @@ def test_growing_dump_is_read_from_where_the_last_run_stopped_and_a_changed_pref
     tmp_path,
 ):
     landing, lake = tmp_path / "landing", tmp_path / "lake"
-    project = make_project(tmp_path, FEEDS, typed_models=False)
+    project = make_project(tmp_path, FEEDS)
     columns = [
         {
             "feed": "k",
@@ -204,10 +204,7 @@ def test_a_linkexpress_file_delivered_again_is_a_duplicate_but_a_repeated_trunca
     shipped = load_project(REPO, {"cdc_landing_root": str(landing)}, check_paths=False)
     feed = shipped.feeds["linkexpress_demo"]
     write_feed(jp_simulation(), feed.format, landing / "linkexpress_demo", feed.options)
-    lx_only = {"linkexpress_demo": {"format": feed.format, "path": "linkexpress_demo"}}
-    lx_only["linkexpress_demo"]["options"] = feed.options
-    config = load_project(REPO, {"cdc_landing_root": str(landing), "cdc_feeds": lx_only})
-    stager = Stager(None, config, lambda *_: None)
+    stager = Stager(None, shipped, lambda *_: None)
     files = sorted((landing / "linkexpress_demo").rglob("*.dat"))
     differential = next(p for p in files if p.name.endswith("_D.dat"))
     truncates = [p for p in files if stager._truncates_only("linkexpress_demo", p)]

@@ -92,13 +92,8 @@ def corpus(tmp_path_factory, samples) -> Corpus:
     shutil.copy(samples / "goldengate" / "tr000000000", landing / "real_gg_tr")
     shutil.copytree(samples / "qlik_ct", landing / "real_ct")
     shutil.copytree(samples / "qlik_kafka", landing / "real_kafka")
-    feeds = {
-        name: {"format": f.format, "path": name, "options": f.options}
-        for name, f in shipped.feeds.items()
-    }
-    config = load_project(
-        REPO, {"cdc_landing_root": str(landing), "cdc_feeds": {**feeds, **SAMPLE_FEEDS}}
-    )
+    # the demo's feeds (the demo is on in the shipped project) and the samples' beside them
+    config = load_project(REPO, {"cdc_landing_root": str(landing), "cdc_feeds": SAMPLE_FEEDS})
     files = [
         (name, path, path.read_bytes())
         for name, feed in config.feeds.items()

@@ -83,7 +83,6 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
         root,
         "\n".join(lines) + "\n",
         seeds=(declared(seeds[0]), declared(seeds[1])),
-        typed_models=False,
     )
     for contribution in contributions.values():
         contribution.land_round1(src, landing)

@@ -3,7 +3,12 @@
 with
 
 catalog_columns as (
-    select * from {{ ref('cdc_columns') }}
+    {%- for seed in cdc_catalog_seeds() %}
+        select * from {{ seed }}
+        {%- if not loop.last %}
+            union all
+        {%- endif %}
+    {%- endfor %}
 ),
 
 tables_summarised as (

@@ -1,2 +1,0 @@
-{{ config(materialized='view') }}
-{{ cdc_typed_history("hirdb_demo", "HR", "EMPLOYEES") }}

@@ -1,2 +1,0 @@
-{{ config(materialized='view') }}
-{{ cdc_typed_history("qlik_kafka_demo", "SALES", "CUSTOMERS") }}
