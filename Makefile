@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install demo test lint format docs lock clean benchmark benchmark-scale benchmark-peer benchmark-catalog
+.PHONY: install demo test test-readme lint format docs lock clean benchmark benchmark-scale benchmark-peer benchmark-catalog
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ demo: $(STAMP)
 ## Lint (ruff, sqlfluff) and the whole test suite, including dbt build on the embedded engine.
 test: lint
 	$(BIN)/pytest
+
+## Every command of README.md, in order, after `make demo`, in a copy of the project (~20 min).
+test-readme: $(STAMP)
+	$(BIN)/pytest -m readme tests/test_readme.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check python_udfs tests benchmarks

@@ -1,0 +1,123 @@
+"""Every command of the README runs as written, in order, after `make demo` (issue 16).
+
+Not part of `make test` (it takes about 20 minutes: the demo, then a dozen runs and builds,
+each its own JVM); `make test-readme` runs it and CI runs that after `make test`. The project is
+a copy of the repository's tracked files (what a fresh clone holds) with this checkout's
+`.venv` linked in, so `make demo` installs nothing again; nothing is exported: the commands
+find the demo's lake as a newcomer's would.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.spark_project import REPO
+
+pytestmark = [pytest.mark.readme, pytest.mark.spark]
+
+#: README commands this test does not run, with the reason (a line starting with the command).
+NOT_RUN = {
+    "make test": "the suite this test belongs to",
+    "make benchmark": "a benchmark: minutes to hours, run by hand (README, Benchmarks)",
+}
+#: Commands that serve until stopped: run in the background, checked, then stopped.
+SERVING = {"make docs": "http://127.0.0.1:8080/"}
+
+
+def readme_blocks(text: str) -> list[str]:
+    """The README's shell blocks (```sh fences), in order, without the lines of NOT_RUN."""
+    blocks = []
+    for block in re.findall(r"^```sh\n(.*?)^```", text, flags=re.S | re.M):
+        lines = [line for line in block.splitlines() if not line.startswith(tuple(NOT_RUN))]
+        if any(line.strip() and not line.lstrip().startswith("#") for line in lines):
+            blocks.append("\n".join(lines) + "\n")
+    return blocks
+
+
+def fresh_copy(root: Path) -> Path:
+    """The repository's tracked files under ``root/project`` (timestamps kept), `.venv` linked."""
+    project = root / "project"
+    # the checkout's .venv up to date first, so the copy's `make demo` finds nothing to install
+    # (it would install the copy, not this checkout, into the linked .venv)
+    subprocess.run(["make", "install"], cwd=REPO, check=True, capture_output=True)
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    for name in filter(None, tracked):
+        source = REPO / os.fsdecode(name)
+        if source.is_file():
+            (project / os.fsdecode(name)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, project / os.fsdecode(name))
+    (project / ".venv").symlink_to(REPO / ".venv")
+    return project
+
+
+def run_block(project: Path, block: str, env: dict) -> str:
+    """Run one README block as a bash script (`set -e`, each command echoed); return its output.
+
+    A command of SERVING runs in the background until its address answers, then is stopped.
+    """
+    served = [(cmd, url) for cmd, url in SERVING.items() if cmd in block]
+    script = "set -euxo pipefail\n" + block
+    if served:
+        cmd, url = served[0]
+        before, after = block.split(cmd, 1)
+        subprocess.run(
+            ["bash", "-c", "set -euxo pipefail\n" + before], cwd=project, env=env, check=True
+        )
+        server = subprocess.Popen(
+            ["bash", "-c", cmd + after],
+            cwd=project,
+            env=env,
+            start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline:
+                assert server.poll() is None, server.stdout.read()
+                try:
+                    with urllib.request.urlopen(url, timeout=5) as page:
+                        body = page.read().decode()
+                    with urllib.request.urlopen(url + "catalog.json", timeout=5) as page:
+                        catalog = page.read().decode()
+                    return body + catalog
+                except OSError:
+                    time.sleep(2)
+            raise AssertionError(f"{cmd} did not serve {url} within 10 minutes")
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=60)
+    proc = subprocess.run(
+        ["bash", "-c", script], cwd=project, env=env, capture_output=True, text=True, timeout=3600
+    )
+    assert proc.returncode == 0, (
+        f"README block failed:\n{block}\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
+    )
+    return proc.stdout + proc.stderr
+
+
+def test_every_readme_command_runs_as_written_after_make_demo(tmp_path):
+    project = fresh_copy(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CDC_")}
+    env["COLUMNS"] = "200"
+    blocks = readme_blocks((project / "README.md").read_text(encoding="utf-8"))
+    assert blocks[0].lstrip().startswith("make demo")
+    outputs = [run_block(project, block, env) for block in blocks]
+    text = "\n".join(outputs)
+    # what the commands print: the demo's summary, rows of the history, the rejects listing,
+    # the docs site, source freshness, dbt through the Thrift Server
+    assert "what the lake holds now" in outputs[0]
+    assert "qlik_ct_demo" in text and "Traceback" not in text
+    assert '"nodes"' in text and "PASS" in text
