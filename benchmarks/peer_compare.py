@@ -8,9 +8,10 @@ higher ``seq`` can land in an earlier file), then times a full run, a +1 % run (
 SCD1 state it wrote next to the data.
 
 This script runs that, then feeds the same events to cdc_changelog in the same benchmark run:
-each parquet file becomes one Qlik Replicate change-table CSV file of a table ``PEER.CUSTOMERS``
-(``header__change_seq`` carries ``seq``, so the change sequence orders the events as ``seq``
-orders them for the peer), and it times ``cdc stage`` + ``cdc run`` for the full, +1 % and no-op
+each parquet file becomes one Qlik Replicate change-table Parquet file of a table
+``PEER.CUSTOMERS`` (the change-table columns of formats/qlik_change_tables.md, with Parquet's
+physical types; ``header__change_seq`` carries ``seq``, so the change sequence orders the events
+as ``seq`` orders them for the peer), and it times ``cdc stage`` + ``cdc run`` for the full, +1 % and no-op
 runs, checking our current state against the same expected parquet after each run (every live
 key, its NAME and AMOUNT as written by the event with the highest ``seq``).
 
@@ -33,7 +34,7 @@ import tempfile
 from decimal import Decimal
 from pathlib import Path
 
-import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -43,13 +44,9 @@ from tests.spark_project import REPO, make_project, read_mart  # noqa: E402
 
 PEER = REPO.parent / "shared" / "peer"
 FEED, SCHEMA, TABLE = "peer", "PEER", "CUSTOMERS"
-#: Qlik's default change-table header columns (formats/qlik_change_tables.md), in file order.
-HEADER = (
-    "header__change_seq,header__change_oper,header__change_mask,header__stream_position,"
-    "header__operation,header__transaction_id,header__timestamp,ID,NAME,AMOUNT,UPDATED_AT"
-)
-#: Every data column present: bits 7..10 (after the seven header columns), lsb_last_hex.
-MASK = format(sum(1 << (7 + i) for i in range(4)), "X")
+#: Every data column present: bits 7..10 after the seven header columns (lsb_last_hex), as the
+#: raw bytes a Parquet change table carries.
+MASK = sum(1 << (7 + i) for i in range(4)).to_bytes(2, "big")
 FEEDS_YAML = f"""  cdc_feeds:
     {FEED}:
       format: qlik_change_tables
@@ -66,32 +63,36 @@ COLUMNS = [
 
 
 def write_change_table(source: Path, target: Path) -> int:
-    """Write one peer parquet file as a Qlik change-table CSV file; return its record count.
+    """Write one peer parquet file as a Qlik change-table Parquet file; return its record count.
 
-    Each event is its own transaction (the peer has no transactions); ``op`` I/U/D becomes
-    ``header__change_oper``; ``header__change_seq`` is 35 digits ending in ``seq``, and the
-    UPDATED_AT value is written with Qlik's seven fraction digits.
+    Qlik's default header columns, then ID, NAME, AMOUNT, UPDATED_AT, in the physical types of
+    the Parquet mapping (formats/qlik_change_tables.md, Values): each event is its own
+    transaction (the peer has no transactions); ``op`` I/U/D becomes ``header__change_oper``;
+    ``header__change_seq`` is 35 digits ending in ``seq``; ``header__change_mask`` raw bytes.
     """
     table = pq.read_table(source)
     seqs = table.column("seq").to_numpy()
-    ids = table.column("id").to_numpy()
-    ops = table.column("op").to_pylist()
-    names = table.column("name").to_pylist()
-    amounts = pc.cast(table.column("amount"), "string").to_pylist()
-    stamps = np.datetime_as_string(table.column("updated_at").to_numpy(), unit="us")
+    count = len(seqs)
     operation = {"I": "INSERT", "U": "UPDATE", "D": "DELETE"}
-    lines = [HEADER]
-    for seq, key, op, name, amount, stamp in zip(
-        seqs, ids, ops, names, amounts, stamps, strict=True
-    ):
-        when = stamp.replace("T", " ")
-        lines.append(
-            f'"2024010100000000{seq:019d}","{op}",{MASK},"","{operation[op]}",'
-            f'"{seq:016X}",{when},{key},"{name}",{amount},{when}0'
-        )
+    stamps = pc.cast(table.column("updated_at"), pa.timestamp("us"))
+    change_table = pa.table(
+        {
+            "header__change_seq": [f"2024010100000000{seq:019d}" for seq in seqs],
+            "header__change_oper": table.column("op"),
+            "header__change_mask": pa.array([MASK] * count, pa.binary()),
+            "header__stream_position": pa.array([""] * count, pa.string()),
+            "header__operation": [operation[op] for op in table.column("op").to_pylist()],
+            "header__transaction_id": [f"{seq:016X}" for seq in seqs],
+            "header__timestamp": stamps,
+            "ID": pc.cast(table.column("id"), pa.int64()),
+            "NAME": table.column("name"),
+            "AMOUNT": pc.cast(table.column("amount"), pa.decimal128(18, 2)),
+            "UPDATED_AT": stamps,
+        }
+    )
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return len(lines) - 1
+    pq.write_table(change_table, target)
+    return count
 
 
 def check_state(lake: Path, expected: Path) -> dict:
@@ -192,9 +193,9 @@ def run_ours(data: Path, work: Path) -> list[dict]:
     folder = work / "src" / f"{SCHEMA}.{TABLE}__ct"
     base = sorted(data.glob("part-0*.parquet"))
     for i, path in enumerate(base):
-        write_change_table(path, folder / f"20240101-000000{i:03d}.csv")
+        write_change_table(path, folder / f"20240101-000000{i:03d}.parquet")
     (increment,) = data.glob("part-inc-*.parquet")
-    write_change_table(increment, work / "src_inc" / "20240102-000000000.csv")
+    write_change_table(increment, work / "src_inc" / "20240102-000000000.parquet")
     env = {
         **os.environ,
         "CDC_LANDING_ROOT": str(landing),
@@ -228,7 +229,7 @@ def run_ours(data: Path, work: Path) -> list[dict]:
     for path in sorted(folder.iterdir()):
         shutil.copy2(path, target / path.name)
     step("full", data.with_name(data.name + ".expected_base.parquet"))
-    shutil.copy2(work / "src_inc" / "20240102-000000000.csv", target)
+    shutil.copy2(work / "src_inc" / "20240102-000000000.parquet", target)
     step("incremental", data.with_name(data.name + ".expected_inc.parquet"))
     step("noop", data.with_name(data.name + ".expected_inc.parquet"))
     return results
