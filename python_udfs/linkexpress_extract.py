@@ -1072,7 +1072,8 @@ def _row(
         "layout": layout.letter,
         "logtype": "LITTLE" if layout.little else "NORMAL",
         "byte_order": "big" if layout.order == ">" else "little",
-        "record_length": record.record_length,
+        # the record's bytes in the file (the length field plus 4 when it excludes itself)
+        "record_length": record.length if record.record_length is not None else None,
         "valid_column_count": record.valid_count,
         "extraction_id": record.extraction_id,
         "operation_code": op,

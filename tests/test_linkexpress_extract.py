@@ -91,6 +91,15 @@ def test_hand_built_record_of_each_layout():
         "LITTLE",
         35,
     )
+    # The same record with a length that does not count its own 4 bytes (31): record_length
+    # is still the record's bytes in the file, so the next record starts there (a fuzzed
+    # file once left the 4 bytes of such a record neither a row nor a reject).
+    exclusive = h(
+        "0000001F 0002 0000 0000002A 0000 0003 414243 0000 12500C 0000 303038 0000 07E70B16"
+    )
+    e = decode(exclusive + exclusive, record_length_basis="exclusive")
+    assert [(r["record_offset"], r["record_length"]) for r in e.rows] == [(0, 35), (35, 35)]
+    assert e.rows[0]["data"] == a.rows[0]["data"] and e.rejects == []
     # B, NORMAL: [op] items without null indicators (24 bytes).
     b = decode(h("0001 0000002A 0003 414243202020 12345C 303037 07E70B15"), null_indicators="no")
     assert b.rows[0]["layout"] == "B" and b.rows[0]["data"] == dict(ROW_1, QTY="7")
