@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import csv
 import hashlib
 import json
@@ -133,9 +134,56 @@ def dbt_build(
         cli_args.append("--quiet")
     if extra_vars:
         cli_args += ["--vars", json.dumps(extra_vars)]
-    result = dbtRunner().invoke(cli_args + list(args or []))
+    progress = BuildProgress() if sys.stdout.isatty() and not verbose else None
+    with progress or contextlib.nullcontext():
+        runner = dbtRunner(callbacks=[progress.on_event] if progress else [])
+        result = runner.invoke(cli_args + list(args or []))
     report_build(result, config.project_dir, log)
     return bool(result.success)
+
+
+class BuildProgress:
+    """A one-line, transient progress display of a ``dbt build`` on a terminal (rich).
+
+    Shows the nodes finished so far and the node last started, with the time elapsed; it
+    disappears when the build ends, leaving :func:`report_build`'s line. Fed by dbt's event
+    callbacks (``NodeStart``, ``NodeFinished``), which dbt calls from its worker threads.
+    """
+
+    def __init__(self) -> None:
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self.done = 0
+        self.running = ""
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=_console(),
+            transient=True,
+        )
+        self.task = self.progress.add_task("dbt build: starting", total=None)
+
+    def __enter__(self) -> BuildProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.stop()
+
+    def on_event(self, event) -> None:
+        """Count finished nodes and name the one started last (a dbt event callback)."""
+        name = event.info.name
+        if name == "NodeStart":
+            self.running = event.data.node_info.node_name
+        elif name == "NodeFinished":
+            self.done += 1
+        else:
+            return
+        self.progress.update(
+            self.task,
+            description=f"dbt build: {self.done} node(s) done, running {self.running}",
+        )
 
 
 def report_build(result, project_dir: Path, log=print) -> None:
