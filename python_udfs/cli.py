@@ -575,13 +575,14 @@ def typed_model_files(
 
     Per table (``(feed, schema, table)`` → catalog columns) a current-state and a history
     view (``<name>.sql``, ``<name>__history.sql``, :func:`typed_model_name`), plus
-    ``models_yml`` documenting every model and column. The demo's typed models (in
+    ``models_yml`` documenting every model and column. Both are views (on ``current_state``
+    and ``history``): they hold no data, so a run with new data only leaves them as they are
+    (ADR 0009), whatever the number of tables. The demo's typed models (in
     DEMO_TYPED_MODELS_DIR) are these files of the demo catalog with DEMO_TYPED_MODELS_YML and
-    ``demo``: each is enabled by ``var('cdc_demo')`` (dbt_project.yml cannot read its own vars). Both are views (on
-    ``current_state`` and ``history``): they hold no data, so a run with new data only leaves
-    them as they are (ADR 0009), whatever the number of tables. Names reach the model files as
-    Jinja string literals (JSON-escaped) and the YAML through :func:`jinja_text`: a quote,
-    newline or ``{{ }}`` in a name is carried, never rendered.
+    ``demo``: each is enabled by ``var('cdc_demo')`` (dbt_project.yml cannot read its own
+    vars). Names reach the model files as Jinja string literals (JSON-escaped) and the YAML
+    through :func:`jinja_text`: a quote, newline or ``{{ }}`` in a name is carried, never
+    rendered.
     """
     import yaml
 

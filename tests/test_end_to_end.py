@@ -540,8 +540,8 @@ REAL_SAMPLES_NODES: dict[str, str] = {}
 
 def test_with_the_demo_off_a_run_builds_only_the_real_samples_tables(real_samples_run):
     """issue 16: the real samples' project has the demo switched off (`cdc_demo: false`, as a
-    user's project does): no demo seed, typed model or test is built, and the catalog, the
-    marts and the typed views hold the samples' feeds alone."""
+    user's project does): no demo seed, typed model or test is built, every typed model is one
+    of the samples' feeds, and the marts hold those feeds alone."""
     project, lake, _proc = real_samples_run
     feeds = ("samples_ct", "samples_kafka", "gg_tc", "gg_tr")
     assert REAL_SAMPLES_NODES and not [n for n in REAL_SAMPLES_NODES if "demo" in n]
@@ -549,7 +549,7 @@ def test_with_the_demo_off_a_run_builds_only_the_real_samples_tables(real_sample
     models = {n.split(".")[2] for n in REAL_SAMPLES_NODES if n.startswith("model.")}
     typed = {m for m in models if "__" in m and not m.startswith(("stg_", "int_"))}
     assert typed and all(m.startswith(tuple(f"{f}__" for f in feeds)) for m in typed)
-    # every table of the samples has its typed views, and nothing else has any
+    # every feed of the samples, and no other, has rows and files in the marts
     assert {r["feed"] for r in read_mart(lake, "current_state")} == set(feeds)
     assert {r["feed"] for r in read_mart(lake, "ingested_files")} == set(feeds)
 
