@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pyarrow.dataset as ds
@@ -204,7 +205,9 @@ def test_a_linkexpress_file_delivered_again_is_a_duplicate_but_a_repeated_trunca
     shipped = load_project(REPO, {"cdc_landing_root": str(landing)}, check_paths=False)
     feed = shipped.feeds["linkexpress_demo"]
     write_feed(jp_simulation(), feed.format, landing / "linkexpress_demo", feed.options)
-    stager = Stager(None, shipped, lambda *_: None)
+    # the shipped configuration with its Linkexpress feed alone (the demo catalog kept)
+    config = dataclasses.replace(shipped, feeds={"linkexpress_demo": feed})
+    stager = Stager(None, config, lambda *_: None)
     files = sorted((landing / "linkexpress_demo").rglob("*.dat"))
     differential = next(p for p in files if p.name.endswith("_D.dat"))
     truncates = [p for p in files if stager._truncates_only("linkexpress_demo", p)]
