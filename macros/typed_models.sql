@@ -24,7 +24,7 @@
         {%- set columns = run_query(query).rows -%}
         {%- if columns | length == 0 -%}
             {{ exceptions.raise_compiler_error(
-                "the catalog seeds (seeds/cdc_columns.csv) have no columns for " ~ feed ~ " " ~ source_schema ~ "." ~ source_table
+                "the catalog seeds (seeds/cdc_columns.csv; seeds/demo/ while the demo is on) have no columns for " ~ feed ~ " " ~ source_schema ~ "." ~ source_table
                 ~ ": add them (or run `cdc scaffold`) or delete this model file."
             ) }}
         {%- endif -%}
