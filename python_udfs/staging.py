@@ -302,6 +302,8 @@ class StageSummary:
     rows: dict[str, int] = field(default_factory=dict)
     rejects: dict[str, int] = field(default_factory=dict)
     per_file: list[dict[str, Any]] = field(default_factory=list)
+    #: Wall seconds the staging run took (set by ``cdc stage`` / ``cdc run``; 0.0 otherwise).
+    seconds: float = 0.0
 
 
 def new_batch_id(now: dt.datetime | None = None) -> str:

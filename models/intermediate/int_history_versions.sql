@@ -24,6 +24,22 @@
 ) }}
 
 {%- set generation = cdc_generation() %}
+{#- What the events of this run hold, asked when this model compiles (int_apply_events is built
+    by then): the key-change lineages are planned only when a key change is among them (its
+    is_key_change partition, from the metastore), and the grid only when some table's images
+    carry different column sets (a query over this run's events, a few thousand rows when a
+    run applies a few thousand changes). Left out, each is a dozen joins or windows and dozens
+    of scans of int_apply_events that Spark plans and runs on no rows. At parse time and in a
+    dbt unit test (no relation) both are planned. -#}
+{%- set apply_events_relation = cdc_model_relation('int_apply_events') if execute else none %}
+{%- set plans_key_changes = apply_events_relation is none
+    or 'true' in cdc_partition_values(apply_events_relation) %}
+{%- set plans_grid = apply_events_relation is none
+    or run_query(
+        'select 1 from ' ~ apply_events_relation ~ ' where sets_columns'
+        ~ ' group by feed, source_schema, source_table'
+        ~ ' having min(sort_array(map_keys(image))) != max(sort_array(map_keys(image))) limit 1'
+    ).rows | length > 0 %}
 
 with
 
@@ -31,75 +47,89 @@ apply_events as (
     select * from {{ ref('int_apply_events') }}
 ),
 
-key_change_links as (
-    -- the SET of a key change continues the old key's segment before the REMOVE of the same
-    -- change (reads the is_key_change partition only)
-    select
-        moved.feed,
-        moved.source_schema,
-        moved.source_table,
-        moved.primary_key as child_key,
-        moved.segment as child_segment,
-        removed.primary_key as root_key,
-        removed.segment - 1 as root_segment
-    from apply_events as moved
-    inner join apply_events as removed
-        on
-            moved.feed = removed.feed
-            and moved.source_schema = removed.source_schema
-            and moved.source_table = removed.source_table
-            and moved.source_key = removed.primary_key
-            and moved.event_order = removed.event_order
-    where
-        moved.is_key_change
-        and removed.is_key_change
-        and moved.source_key is not null
-        and removed.kind = 'REMOVE'
-        and removed.segment > 1
-),
+{% if plans_key_changes %}
 
-lineage_0 as (
-    select * from key_change_links
-),
-
-{%- for step in range(1, 9) %}
-
-    lineage_{{ step }} as (
-        -- the chain followed one more key change back (eight steps: chains of eight key changes)
+    key_change_links as (
+        -- the SET of a key change continues the old key's segment before the REMOVE of the same
+        -- change (reads the is_key_change partition only)
         select
-            lineage_{{ step - 1 }}.feed,
-            lineage_{{ step - 1 }}.source_schema,
-            lineage_{{ step - 1 }}.source_table,
-            lineage_{{ step - 1 }}.child_key,
-            lineage_{{ step - 1 }}.child_segment,
-            coalesce(key_change_links.root_key, lineage_{{ step - 1 }}.root_key) as root_key,
-            coalesce(key_change_links.root_segment, lineage_{{ step - 1 }}.root_segment) as root_segment
-        from lineage_{{ step - 1 }}
-        left join key_change_links
+            moved.feed,
+            moved.source_schema,
+            moved.source_table,
+            moved.primary_key as child_key,
+            moved.segment as child_segment,
+            removed.primary_key as root_key,
+            removed.segment - 1 as root_segment
+        from apply_events as moved
+        inner join apply_events as removed
             on
-                lineage_{{ step - 1 }}.feed = key_change_links.feed
-                and lineage_{{ step - 1 }}.source_schema = key_change_links.source_schema
-                and lineage_{{ step - 1 }}.source_table = key_change_links.source_table
-                and lineage_{{ step - 1 }}.root_key = key_change_links.child_key
-                and lineage_{{ step - 1 }}.root_segment = key_change_links.child_segment
+                moved.feed = removed.feed
+                and moved.source_schema = removed.source_schema
+                and moved.source_table = removed.source_table
+                and moved.source_key = removed.primary_key
+                and moved.event_order = removed.event_order
+        where
+            moved.is_key_change
+            and removed.is_key_change
+            and moved.source_key is not null
+            and removed.kind = 'REMOVE'
+            and removed.segment > 1
     ),
-{%- endfor %}
+
+    lineage_0 as (
+        select * from key_change_links
+    ),
+
+    {%- for step in range(1, 9) %}
+
+        lineage_{{ step }} as (
+        -- the chain followed one more key change back (eight steps: chains of eight key changes)
+            select
+                lineage_{{ step - 1 }}.feed,
+                lineage_{{ step - 1 }}.source_schema,
+                lineage_{{ step - 1 }}.source_table,
+                lineage_{{ step - 1 }}.child_key,
+                lineage_{{ step - 1 }}.child_segment,
+                coalesce(key_change_links.root_key, lineage_{{ step - 1 }}.root_key) as root_key,
+                coalesce(key_change_links.root_segment, lineage_{{ step - 1 }}.root_segment) as root_segment
+            from lineage_{{ step - 1 }}
+            left join key_change_links
+                on
+                    lineage_{{ step - 1 }}.feed = key_change_links.feed
+                    and lineage_{{ step - 1 }}.source_schema = key_change_links.source_schema
+                    and lineage_{{ step - 1 }}.source_table = key_change_links.source_table
+                    and lineage_{{ step - 1 }}.root_key = key_change_links.child_key
+                    and lineage_{{ step - 1 }}.root_segment = key_change_links.child_segment
+        ),
+    {%- endfor %}
+
+    lineaged as (
+        -- a row's lineage: the first segment of its chain of key changes (its own when none)
+        select
+            apply_events.*,
+            coalesce(lineage_8.root_key, apply_events.primary_key) as lineage_key,
+            coalesce(lineage_8.root_segment, apply_events.segment) as lineage_segment
+        from apply_events
+        left join lineage_8
+            on
+                apply_events.feed = lineage_8.feed
+                and apply_events.source_schema = lineage_8.source_schema
+                and apply_events.source_table = lineage_8.source_table
+                and apply_events.primary_key = lineage_8.child_key
+                and apply_events.segment = lineage_8.child_segment
+    ),
+
+{% else %}
 
 lineaged as (
-    -- a row's lineage: the first segment of its chain of key changes (its own when none)
+    -- no key change among this run's events: a row's lineage is its own segment
     select
         apply_events.*,
-        coalesce(lineage_8.root_key, apply_events.primary_key) as lineage_key,
-        coalesce(lineage_8.root_segment, apply_events.segment) as lineage_segment
+        apply_events.primary_key as lineage_key,
+        apply_events.segment as lineage_segment
     from apply_events
-    left join lineage_8
-        on
-            apply_events.feed = lineage_8.feed
-            and apply_events.source_schema = lineage_8.source_schema
-            and apply_events.source_table = lineage_8.source_table
-            and apply_events.primary_key = lineage_8.child_key
-            and apply_events.segment = lineage_8.child_segment
 ),
+{% endif %}
 
 lineage_sequenced as (
     select
@@ -107,7 +137,7 @@ lineage_sequenced as (
         row_number() over (
             partition by feed, source_schema, source_table, lineage_key, lineage_segment
             order by event_class, event_order, event_rank, kind, primary_key
-        ) as lineage_seq,
+        ) as lineage_seq{% if plans_grid %},
         -- uniform: every image of the lineage carries the same columns (full images, the
         -- common case), so the row after an event is the last image, no grid needed
         coalesce(
@@ -115,8 +145,11 @@ lineage_sequenced as (
             = max(case when sets_columns then sort_array(map_keys(image)) end) over lineage_whole,
             true
         ) as is_uniform
+    {%- endif %}
     from lineaged
-    window lineage_whole as (partition by feed, source_schema, source_table, lineage_key, lineage_segment)
+    {%- if plans_grid %}
+        window lineage_whole as (partition by feed, source_schema, source_table, lineage_key, lineage_segment)
+    {%- endif %}
 ),
 
 uniform_steps as (
@@ -131,123 +164,135 @@ uniform_steps as (
             cast(array() as array<struct<key: string, value: string>>)
         ) as entries
     from lineage_sequenced
-    where is_uniform
+    {%- if plans_grid %}
+        where is_uniform
+    {%- endif %}
 ),
 
-grid_events as (
-    -- lineages whose images carry different columns (compressed updates, key changes)
-    select * from lineage_sequenced
-    where not is_uniform
-),
+{% if plans_grid %}
 
-image_entries as (
-    select
-        grid_events.feed,
-        grid_events.source_schema,
-        grid_events.source_table,
-        grid_events.lineage_key,
-        grid_events.lineage_segment,
-        grid_events.lineage_seq,
-        explode(grid_events.image) as (column_name, column_value)
-    from grid_events
-    where grid_events.sets_columns
-),
+    grid_events as (
+        -- lineages whose images carry different columns (compressed updates, key changes)
+        select * from lineage_sequenced
+        where not is_uniform
+    ),
 
-lineage_columns as (
-    select distinct
-        feed,
-        source_schema,
-        source_table,
-        lineage_key,
-        lineage_segment,
-        column_name
-    from image_entries
-),
+    image_entries as (
+        select
+            grid_events.feed,
+            grid_events.source_schema,
+            grid_events.source_table,
+            grid_events.lineage_key,
+            grid_events.lineage_segment,
+            grid_events.lineage_seq,
+            explode(grid_events.image) as (column_name, column_value)
+        from grid_events
+        where grid_events.sets_columns
+    ),
 
-column_grid as (
-    -- every event × every column its lineage carries
-    select
-        grid_events.feed,
-        grid_events.source_schema,
-        grid_events.source_table,
-        grid_events.lineage_key,
-        grid_events.lineage_segment,
-        grid_events.lineage_seq,
-        lineage_columns.column_name
-    from grid_events
-    inner join lineage_columns
-        on
-            grid_events.feed = lineage_columns.feed
-            and grid_events.source_schema = lineage_columns.source_schema
-            and grid_events.source_table = lineage_columns.source_table
-            and grid_events.lineage_key = lineage_columns.lineage_key
-            and grid_events.lineage_segment = lineage_columns.lineage_segment
-),
+    lineage_columns as (
+        select distinct
+            feed,
+            source_schema,
+            source_table,
+            lineage_key,
+            lineage_segment,
+            column_name
+        from image_entries
+    ),
 
-filled as (
-    -- a column's value after an event: the last value an event of the lineage carried
-    select
-        column_grid.feed,
-        column_grid.source_schema,
-        column_grid.source_table,
-        column_grid.lineage_key,
-        column_grid.lineage_segment,
-        column_grid.lineage_seq,
-        column_grid.column_name,
-        last(
-            case when image_entries.lineage_seq is not null then named_struct('value', image_entries.column_value) end,
-            true
-        ) over (
-            partition by
-                column_grid.feed, column_grid.source_schema, column_grid.source_table,
-                column_grid.lineage_key, column_grid.lineage_segment, column_grid.column_name
-            order by column_grid.lineage_seq rows between unbounded preceding and current row
-        ) as filled_value
-    from column_grid
-    left join image_entries
-        on
-            column_grid.feed = image_entries.feed
-            and column_grid.source_schema = image_entries.source_schema
-            and column_grid.source_table = image_entries.source_table
-            and column_grid.lineage_key = image_entries.lineage_key
-            and column_grid.lineage_segment = image_entries.lineage_segment
-            and column_grid.lineage_seq = image_entries.lineage_seq
-            and column_grid.column_name = image_entries.column_name
-),
+    column_grid as (
+        -- every event × every column its lineage carries
+        select
+            grid_events.feed,
+            grid_events.source_schema,
+            grid_events.source_table,
+            grid_events.lineage_key,
+            grid_events.lineage_segment,
+            grid_events.lineage_seq,
+            lineage_columns.column_name
+        from grid_events
+        inner join lineage_columns
+            on
+                grid_events.feed = lineage_columns.feed
+                and grid_events.source_schema = lineage_columns.source_schema
+                and grid_events.source_table = lineage_columns.source_table
+                and grid_events.lineage_key = lineage_columns.lineage_key
+                and grid_events.lineage_segment = lineage_columns.lineage_segment
+    ),
 
-event_rows as (
-    -- the row after each event, as entries sorted by column name (comparable with =)
-    select
-        filled.feed,
-        filled.source_schema,
-        filled.source_table,
-        filled.lineage_key,
-        filled.lineage_segment,
-        filled.lineage_seq,
-        sort_array(collect_list(named_struct('key', filled.column_name, 'value', filled.filled_value.value))) as entries
-    from filled
-    where filled.filled_value is not null
-    group by
-        filled.feed, filled.source_schema, filled.source_table,
-        filled.lineage_key, filled.lineage_segment, filled.lineage_seq
-),
+    filled as (
+        -- a column's value after an event: the last value an event of the lineage carried
+        select
+            column_grid.feed,
+            column_grid.source_schema,
+            column_grid.source_table,
+            column_grid.lineage_key,
+            column_grid.lineage_segment,
+            column_grid.lineage_seq,
+            column_grid.column_name,
+            last(
+                case when image_entries.lineage_seq is not null then named_struct('value', image_entries.column_value) end,
+                true
+            ) over (
+                partition by
+                    column_grid.feed, column_grid.source_schema, column_grid.source_table,
+                    column_grid.lineage_key, column_grid.lineage_segment, column_grid.column_name
+                order by column_grid.lineage_seq rows between unbounded preceding and current row
+            ) as filled_value
+        from column_grid
+        left join image_entries
+            on
+                column_grid.feed = image_entries.feed
+                and column_grid.source_schema = image_entries.source_schema
+                and column_grid.source_table = image_entries.source_table
+                and column_grid.lineage_key = image_entries.lineage_key
+                and column_grid.lineage_segment = image_entries.lineage_segment
+                and column_grid.lineage_seq = image_entries.lineage_seq
+                and column_grid.column_name = image_entries.column_name
+    ),
+
+    event_rows as (
+        -- the row after each event, as entries sorted by column name (comparable with =)
+        select
+            filled.feed,
+            filled.source_schema,
+            filled.source_table,
+            filled.lineage_key,
+            filled.lineage_segment,
+            filled.lineage_seq,
+            sort_array(collect_list(named_struct('key', filled.column_name, 'value', filled.filled_value.value))) as entries
+        from filled
+        where filled.filled_value is not null
+        group by
+            filled.feed, filled.source_schema, filled.source_table,
+            filled.lineage_key, filled.lineage_segment, filled.lineage_seq
+    ),
+
+    stepped as (
+        select * from uniform_steps
+        union all
+        select
+            grid_events.*,
+            coalesce(event_rows.entries, cast(array() as array<struct<key: string, value: string>>)) as entries
+        from grid_events
+        left join event_rows
+            on
+                grid_events.feed = event_rows.feed
+                and grid_events.source_schema = event_rows.source_schema
+                and grid_events.source_table = event_rows.source_table
+                and grid_events.lineage_key = event_rows.lineage_key
+                and grid_events.lineage_segment = event_rows.lineage_segment
+                and grid_events.lineage_seq = event_rows.lineage_seq
+    ),
+
+{% else %}
 
 stepped as (
+    -- every table's images carry one column set: every lineage is uniform
     select * from uniform_steps
-    union all
-    select
-        grid_events.*,
-        coalesce(event_rows.entries, cast(array() as array<struct<key: string, value: string>>)) as entries
-    from grid_events
-    left join event_rows
-        on
-            grid_events.feed = event_rows.feed
-            and grid_events.source_schema = event_rows.source_schema
-            and grid_events.source_table = event_rows.source_table
-            and grid_events.lineage_key = event_rows.lineage_key
-            and grid_events.lineage_segment = event_rows.lineage_segment
-            and grid_events.lineage_seq = event_rows.lineage_seq
 ),
+{% endif %}
 
 compared as (
     select
