@@ -11,9 +11,10 @@ This script runs that, then feeds the same events to cdc_changelog in the same b
 each parquet file becomes one Qlik Replicate change-table Parquet file of a table
 ``PEER.CUSTOMERS`` (the change-table columns of formats/qlik_change_tables.md, with Parquet's
 physical types; ``header__change_seq`` carries ``seq``, so the change sequence orders the events
-as ``seq`` orders them for the peer), and it times ``cdc run`` (staging and dbt build in one SparkSession, as a user runs it; the
-staging's share is read from its summary line) for the full, +1 % and no-op runs, checking our current state against the same expected parquet after each run (every live
-key, its NAME and AMOUNT as written by the event with the highest ``seq``).
+as ``seq`` orders them for the peer), and it times ``cdc run`` (staging and dbt build in one
+SparkSession, as a user runs it; the staging's share is read from its summary line) for the
+full, +1 % and no-op runs, checking our current state against the same expected parquet after
+each run (every live key, its NAME and AMOUNT as written by the event with the highest ``seq``).
 
     .venv/bin/python benchmarks/peer_compare.py [--events 1000000] [--keys 200000] [--files 10]
         [--workdir DIR] [--peer-venv /tmp/peer-venv]
