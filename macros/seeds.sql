@@ -45,6 +45,32 @@
 {% endmacro %}
 
 
+
+{% macro cdc_feed_formats() %}
+    {#-
+        The feed formats the staging models stage, in the order int_changes_unioned unions
+        them: those cdc_feeds() configures, or all five when it configures none.
+    -#}
+    {%- set all_formats = ['qlik_change_tables', 'qlik_kafka', 'goldengate_trail', 'hirdb_update_sql', 'linkexpress_extract'] -%}
+    {%- set configured = [] -%}
+    {%- for spec in cdc_feeds().values() -%}
+        {%- do configured.append(spec.get('format')) -%}
+    {%- endfor -%}
+    {%- set formats = [] -%}
+    {%- for format in all_formats -%}
+        {%- if format in configured or not configured -%}
+            {%- do formats.append(format) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(formats) }}
+{% endmacro %}
+
+
+{% macro cdc_format_enabled(format) %}
+    {#- True when the staging model of feed format `format` is enabled (cdc_feed_formats). -#}
+    {{ return(format in cdc_feed_formats()) }}
+{% endmacro %}
+
 {% macro cdc_catalog_seeds() %}
     {#-
         The catalog seeds of columns in effect, as relations: cdc_columns (the project's own

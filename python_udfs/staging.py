@@ -34,6 +34,7 @@ from typing import Any
 import pyarrow as pa
 
 from python_udfs import (
+    build_state,
     goldengate_trail,
     hirdb_update_sql,
     linkexpress_extract,
@@ -725,9 +726,12 @@ class Stager:
                 )
 
     def committed_batches(self) -> set[str]:
-        """Return the ids of batches whose manifest rows were written (committed batches)."""
-        rows = self.read_table("raw_ingested_files").select("ingest_batch_id").distinct().collect()
-        return {r.ingest_batch_id for r in rows}
+        """Return the ids of batches whose manifest rows were written (committed batches).
+
+        Read from the manifest's partition folders (:func:`build_state.committed_batches`, no
+        Spark job), without the schema partition.
+        """
+        return set(build_state.committed_batches(self.config.lake_root)) - {SCHEMA_PARTITION}
 
     def read_table(self, table: str):
         """Return a raw table as a DataFrame read from its parquet folder (all batches)."""
@@ -1143,7 +1147,12 @@ class Stager:
         decoded.write.mode("overwrite").parquet(str(scratch))
         out = spark.read.parquet(str(scratch))
         ingested_at = dt.datetime.now(dt.UTC)
+        # a raw table gets a partition for this batch only when the batch has rows for it (a
+        # batch of one format writes two or three tables, not all seven)
+        present = {row.kind for row in out.select("kind").distinct().collect()}
         for table in KINDS:  # raw_ingested_files is last: it commits the batch
+            if table != "raw_ingested_files" and table not in present:
+                continue
             part = out.where(F.col("kind") == table).select(f"{table}.*")
             if table == "raw_ingested_files":
                 # one file, so that the job commit (a rename out of _temporary) makes all of

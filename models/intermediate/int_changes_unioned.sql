@@ -1,37 +1,25 @@
-{#- Every feed format's staged changes in one relation (canonical change event shape). -#}
+{#-
+    Every staged feed format's changes in one relation (canonical change event shape): the
+    staging models of the formats cdc_feeds configures (cdc_feed_formats; all five when it
+    configures none). The others are disabled and cost nothing.
+-#}
 
 with
 
-qlik_change_tables_changes as (
-    select * from {{ ref('stg_qlik_change_tables__changes') }}
-),
+{% for format in cdc_feed_formats() %}
+    {{ format }}_changes as (
+        select * from {{ ref('stg_' ~ format ~ '__changes') }}
+    ),
 
-qlik_kafka_changes as (
-    select * from {{ ref('stg_qlik_kafka__changes') }}
-),
-
-goldengate_trail_changes as (
-    select * from {{ ref('stg_goldengate_trail__changes') }}
-),
-
-hirdb_update_sql_changes as (
-    select * from {{ ref('stg_hirdb_update_sql__changes') }}
-),
-
-linkexpress_extract_changes as (
-    select * from {{ ref('stg_linkexpress_extract__changes') }}
-),
+{% endfor -%}
 
 unioned as (
-    select {{ cdc_change_columns() | join(', ') }} from qlik_change_tables_changes
-    union all
-    select {{ cdc_change_columns() | join(', ') }} from qlik_kafka_changes
-    union all
-    select {{ cdc_change_columns() | join(', ') }} from goldengate_trail_changes
-    union all
-    select {{ cdc_change_columns() | join(', ') }} from hirdb_update_sql_changes
-    union all
-    select {{ cdc_change_columns() | join(', ') }} from linkexpress_extract_changes
+    {%- for format in cdc_feed_formats() %}
+        select {{ cdc_change_columns() | join(', ') }} from {{ format }}_changes
+        {%- if not loop.last %}
+            union all
+        {%- endif %}
+    {%- endfor %}
 )
 
 select * from unioned

@@ -9,6 +9,8 @@
     DDL (160) and unknown IOTypes change no rows.
 -#}
 
+{{ config(enabled=cdc_format_enabled('goldengate_trail')) }}
+
 -- depends_on: {{ ref('int_working_set') }}
 
 with

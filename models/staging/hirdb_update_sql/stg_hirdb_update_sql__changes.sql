@@ -8,6 +8,8 @@
     stamp (formats/hirdb_update_sql.md, Operations).
 -#}
 
+{{ config(enabled=cdc_format_enabled('hirdb_update_sql')) }}
+
 -- depends_on: {{ ref('int_working_set') }}
 
 with

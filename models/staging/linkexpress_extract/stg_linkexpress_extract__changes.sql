@@ -11,6 +11,8 @@
     carries no times: committed_at is the extract file's modification time (UTC).
 -#}
 
+{{ config(enabled=cdc_format_enabled('linkexpress_extract')) }}
+
 -- depends_on: {{ ref('int_working_set') }}
 
 with

@@ -4,6 +4,8 @@
     self-join on change_seq (seeds/qlik_change_tables_ja.txt); full-load rows become LOAD.
 -#}
 
+{{ config(enabled=cdc_format_enabled('qlik_change_tables')) }}
+
 -- depends_on: {{ ref('int_working_set') }}
 
 with

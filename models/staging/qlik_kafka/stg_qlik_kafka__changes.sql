@@ -5,6 +5,8 @@
     before_then_data, the default; data; beforeData).
 -#}
 
+{{ config(enabled=cdc_format_enabled('qlik_kafka')) }}
+
 -- depends_on: {{ ref('int_working_set') }}
 
 with
