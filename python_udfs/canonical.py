@@ -188,6 +188,8 @@ def canonical_timestamp(value: object, overflow: str = "truncate") -> str:
 _INTEGER_TYPES = {"INT1", "INT2", "INT4", "INT8", "UINT1", "UINT2", "UINT4", "UINT8"}
 _STRING_TYPES = {"STRING", "WSTRING", "CLOB", "NCLOB"}
 _BINARY_TYPES = {"BYTES", "BLOB"}
+#: The Qlik Replicate integer type names (rendered as plain digits).
+QLIK_INTEGER_TYPES = frozenset(_INTEGER_TYPES)
 
 
 def canonical_qlik_value(

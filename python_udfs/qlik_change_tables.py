@@ -24,7 +24,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import pyarrow as pa
+
 from python_udfs.canonical import (
+    QLIK_INTEGER_TYPES,
     canonical_qlik_value,
     canonical_timestamp,
     mask_set_bits,
@@ -273,6 +276,7 @@ def decode_change_table_file(
     sidecar: str | None = None,
     catalog: Mapping[tuple[str, str], list[MetadataColumn]] | None = None,
     options: Mapping[str, Any] | None = None,
+    columnar: bool = False,
 ) -> DecodeResult:
     """Decode one change-table or full-load file into raw rows and rejects.
 
@@ -289,6 +293,11 @@ def decode_change_table_file(
     (every column in ordinal order), ``header_column_count`` and ``data`` (data column →
     canonical text). Never raises for bad input: every record that fails becomes a
     :class:`~python_udfs.records.Reject` (see *Bad input* in formats/qlik_change_tables.md).
+
+    ``columnar`` asks for a Parquet file's rows as ``result.table`` (a ``pyarrow.Table``,
+    :func:`_decode_parquet_columnar`) instead of ``result.rows``; a file that path cannot
+    render exactly as the per-record path would (a value or header to reject, a before image
+    without its UPDATE, options it does not cover) is decoded record by record as before.
     """
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     result = DecodeResult(consumed_end=len(data))
@@ -318,6 +327,13 @@ def decode_change_table_file(
             return reject_file("bad_gzip", f"cannot gunzip: {exc}")
         result.consumed_end = len(data)
     if file_name.removesuffix(".gz").lower().endswith(".parquet"):
+        if columnar:
+            rows = _decode_parquet_columnar(
+                data, schema, table, is_load, columns, catalog_columns, opts
+            )
+            if rows is not None:
+                result.table = rows
+                return result
         return _decode_parquet(data, result, schema, table, is_load, columns, catalog_columns, opts)
 
     dialect = _dialect(opts, dfm)
@@ -587,28 +603,8 @@ def _decode_parquet(data, result, schema, table, is_load, columns, catalog_colum
         result.consumed_end = len(data)
         return result
     names = pf.schema_arrow.names
+    columns = _parquet_columns(pf.schema_arrow, schema, table, columns, catalog_columns)
     if columns is None:
-        by_name = {c.column_name: c for c in catalog_columns or []}
-        columns = [
-            replace(by_name[n], ordinal=i + 1)
-            if n in by_name
-            else MetadataColumn(
-                schema,
-                table,
-                None,
-                n,
-                i + 1,
-                _arrow_qlik_type(pf.schema_arrow.field(n).type),
-                None,
-                None,
-                None,
-                0,
-                None,
-                "parquet",
-            )
-            for i, n in enumerate(names)
-        ]
-    elif [c.column_name for c in columns] != names:
         result.rejects.append(
             Reject.of(
                 data,
@@ -625,10 +621,7 @@ def _decode_parquet(data, result, schema, table, is_load, columns, catalog_colum
     ends: dict[int, int] = {}
     for rg in range(pf.num_row_groups):
         meta = pf.metadata.row_group(rg)
-        rg_offset = min(
-            (meta.column(i).dictionary_page_offset or meta.column(i).data_page_offset)
-            for i in range(meta.num_columns)
-        )
+        rg_offset = _row_group_offset(meta)
         try:
             batch = pf.read_row_group(rg).to_pylist()
         except Exception as exc:  # noqa: BLE001 - a damaged page is bad input
@@ -670,6 +663,265 @@ def _decode_parquet(data, result, schema, table, is_load, columns, catalog_colum
             ends[index] = rg_offset
     _check_before_images(data, result, opts, ends)
     return result
+
+
+def _parquet_columns(arrow_schema, schema, table, columns, catalog_columns):
+    """Return the file's columns in order.
+
+    The ``.dfm`` ones (``None`` when they name other columns than the Parquet schema), else
+    the catalog's by name, else columns typed from the Arrow schema (:func:`_arrow_qlik_type`).
+    """
+    names = arrow_schema.names
+    if columns is not None:
+        return columns if [c.column_name for c in columns] == names else None
+    by_name = {c.column_name: c for c in catalog_columns or []}
+    return [
+        replace(by_name[n], ordinal=i + 1)
+        if n in by_name
+        else MetadataColumn(
+            schema,
+            table,
+            None,
+            n,
+            i + 1,
+            _arrow_qlik_type(arrow_schema.field(n).type),
+            None,
+            None,
+            None,
+            0,
+            None,
+            "parquet",
+        )
+        for i, n in enumerate(names)
+    ]
+
+
+def _row_group_offset(meta) -> int:
+    """Return a row group's first byte in the file (its first dictionary or data page).
+
+    It is the ``record_offset`` of each of the row group's rows.
+    """
+    return min(
+        (meta.column(i).dictionary_page_offset or meta.column(i).data_page_offset)
+        for i in range(meta.num_columns)
+    )
+
+
+class _NotColumnar(Exception):
+    """A Parquet file the columnar path leaves to the per-record path (never leaves this module)."""
+
+
+def _decode_parquet_columnar(data, schema, table, is_load, columns, catalog_columns, opts):
+    """Decode a Parquet change-table file with Arrow compute, no Python object per record.
+
+    Returns a ``pyarrow.Table`` with the columns of a raw row (``header__*``, ``data`` as
+    ``map<string,string>``, ``record_offset``, ``record_index``, ``source_schema``,
+    ``source_table``, ``table_version``, ``file_kind``, ``column_names``,
+    ``header_column_count``), equal to what :func:`_decode_parquet` makes of the file, or
+    ``None`` when that is not certain: the file does not read, a header value fails its check,
+    a value fails to render, a before image has no UPDATE, or option
+    ``update_unmasked_columns: absent`` (a map per mask). The caller then decodes the file
+    record by record, which makes the rejects. Values render with the same functions
+    (:mod:`python_udfs.canonical`), once per distinct value; integers, strings, exact
+    decimals of the declared scale and timestamps are rendered by Arrow itself
+    (tests/test_qlik_change_tables.py checks both paths give the same rows).
+    """
+    import pyarrow.parquet as pq
+
+    if opts["update_unmasked_columns"] == "absent":
+        return None
+    try:
+        pf = pq.ParquetFile(io.BytesIO(data))
+        columns = _parquet_columns(pf.schema_arrow, schema, table, columns, catalog_columns)
+        if columns is None:
+            return None
+        layout = _Layout.build(columns, opts, is_load)
+        groups = [pf.read_row_group(rg) for rg in range(pf.num_row_groups)]
+        counts = [g.num_rows for g in groups]
+        offsets = [_row_group_offset(pf.metadata.row_group(rg)) for rg in range(len(groups))]
+        read = pa.concat_tables(groups) if groups else pf.schema_arrow.empty_table()
+        return _columnar_rows(read, counts, offsets, schema, table, is_load, layout, opts)
+    except Exception:  # noqa: BLE001 - _NotColumnar, or a value Python cannot hold (a damaged
+        # file): the per-record path decides what is a row and what a reject
+        return None
+
+
+def _columnar_rows(read, counts, offsets, schema, table, is_load, layout, opts):
+    """Return the raw rows of the Parquet table ``read`` (see :func:`_decode_parquet_columnar`).
+
+    ``counts`` and ``offsets`` are the row count and first byte of each row group, in order.
+    Raises :class:`_NotColumnar` (or an Arrow or ValueError) where a row might be a reject.
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    n = read.num_rows
+    overflow = opts["subsecond_overflow"]
+    values = [read.column(i).combine_chunks() for i in range(read.num_columns)]
+    out: dict[str, pa.Array] = {}
+    for name in HEADER_FIELDS:
+        pos = layout.header_positions.get(name)
+        if pos is None:
+            out[f"header__{name}"] = pa.nulls(n, pa.string())
+        elif name == "change_mask":
+            out["header__change_mask"] = _by_value(values[pos], normalize_mask_hex)
+        elif name == "timestamp":
+            out["header__timestamp"] = _header_timestamp(values[pos], overflow)
+        else:
+            out[f"header__{name}"] = _as_text(values[pos])
+    if layout.header_positions:
+        _check_headers_columnar(out, len(layout.columns), opts)
+    names = [layout.columns[p].column_name for p in layout.data_positions]
+    rendered = [
+        _render_column(values[p], layout.columns[p], overflow) for p in layout.data_positions
+    ]
+    width = len(rendered)
+    if width:
+        order = (np.arange(n)[:, None] + np.arange(width)[None, :] * n).ravel()
+        items = pa.concat_arrays(rendered).take(pa.array(order))
+    else:
+        items = pa.array([], pa.string())
+    keys = pa.array(np.tile(np.array(names, dtype=object), n), pa.string())
+    entry_offsets = pa.array(
+        np.arange(0, n * width + 1, width, dtype=np.int32)
+        if width
+        else np.zeros(n + 1, dtype=np.int32)
+    )
+    out["data"] = pa.MapArray.from_arrays(entry_offsets, keys, items)
+    out["record_offset"] = pa.array(
+        np.repeat(np.array(offsets, dtype=np.int64), counts), pa.int64()
+    )
+    out["record_index"] = pa.array(np.arange(1, n + 1, dtype=np.int64))
+    out["source_schema"] = pa.repeat(pa.scalar(schema, pa.string()), n)
+    out["source_table"] = pa.repeat(pa.scalar(table, pa.string()), n)
+    out["table_version"] = pa.nulls(n, pa.int64())
+    kind = "full_load" if is_load else "change_table"
+    out["file_kind"] = pa.repeat(pa.scalar(kind, pa.string()), n)
+    column_names = [c.column_name for c in layout.columns]
+    out["column_names"] = pa.repeat(pa.scalar(column_names, pa.list_(pa.string())), n)
+    out["header_column_count"] = pa.repeat(pa.scalar(len(layout.header_positions), pa.int32()), n)
+    rows = pa.table(out)
+    # a before image whose UPDATE is not in the file is a reject: the per-record path says so
+    opers = rows.column("header__change_oper")
+    before = pc.equal(opers, "B")
+    if pc.any(before).as_py():
+        seqs = rows.column("header__change_seq")
+        updates = pc.filter(seqs, pc.equal(opers, "U"))
+        matched = pc.is_in(pc.filter(seqs, before), value_set=updates.combine_chunks())
+        if not pc.all(matched).as_py():
+            raise _NotColumnar("a before image without its UPDATE")
+    return rows
+
+
+def _by_value(array, render):
+    """Return ``render`` of each value of ``array``, computed once per distinct value.
+
+    ``render`` gets the Python object the per-record path reads (``to_pylist``) and may raise
+    ValueError; nulls stay null. Floats are rendered value by value (0.0 and -0.0, NaNs).
+    """
+    import pyarrow.compute as pc
+
+    if pa.types.is_floating(array.type):  # 0.0 and -0.0, NaNs: render each value
+        return pa.array([None if v is None else render(v) for v in array.to_pylist()], pa.string())
+    distinct = pc.unique(array)
+    texts = pa.array([None if v is None else render(v) for v in distinct.to_pylist()], pa.string())
+    return texts.take(pc.index_in(array, value_set=distinct))
+
+
+def _as_text(array):
+    """Return a header column as the per-record path keeps it: text as is, others ``str()``."""
+    if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
+        return array.cast(pa.string())
+    return _by_value(array, str)
+
+
+def _header_timestamp(array, overflow: str):
+    """Return ``header__timestamp`` as canonical UTC text; empty text stays empty."""
+    if pa.types.is_timestamp(array.type):
+        return _timestamp_text(array, overflow)
+    return _by_value(array, lambda v: v if v == "" else canonical_timestamp(v, overflow))
+
+
+_ARROW_RENDERED_TYPES = {"STRING", "WSTRING", "CLOB", "NCLOB"}
+
+
+def _render_column(array, column: MetadataColumn, overflow: str):
+    """Return one data column as canonical text (:func:`canonical_qlik_value` of each value)."""
+    kind = column.source_type.upper()
+    scale = column.scale or 0
+    arrow_type = array.type
+    if kind in _ARROW_RENDERED_TYPES and pa.types.is_string(arrow_type):
+        return array
+    if kind in QLIK_INTEGER_TYPES and pa.types.is_integer(arrow_type):
+        return array.cast(pa.string())
+    if (
+        kind in ("NUMERIC", "DECIMAL")
+        and pa.types.is_decimal(arrow_type)
+        and arrow_type.scale == scale
+    ):
+        return array.cast(pa.string())
+    if kind == "DATETIME" and pa.types.is_timestamp(arrow_type):
+        return _timestamp_text(array, overflow)
+    return _by_value(array, lambda v: canonical_qlik_value(v, column.source_type, scale, overflow))
+
+
+def _timestamp_text(array, overflow: str):
+    """Return timestamps as ``YYYY-MM-DD HH:MM:SS[.ffffff]`` in UTC (:func:`canonical_timestamp`).
+
+    Arrow formats the seconds and appends six fraction digits where the fraction is not zero.
+    Units finer than microseconds, and years before 1000 or after 9999, render value by value.
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    unit = array.type.unit
+    if unit == "ns":
+        return _by_value(array, lambda v: canonical_timestamp(v, overflow))
+    per_second = {"s": 1, "ms": 1_000, "us": 1_000_000}[unit]
+    ticks = array.cast(pa.timestamp(unit)).cast(pa.int64())
+    raw = ticks.to_numpy(zero_copy_only=False)
+    valid = ~np.asarray(ticks.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    raw = np.where(valid, raw, 0).astype(np.int64)
+    seconds = np.floor_divide(raw, per_second)
+    micros = (raw - seconds * per_second) * (1_000_000 // per_second)
+    # years 1000-9999: four digits from both strftime implementations
+    if valid.any() and (seconds[valid].min() < -30610224000 or seconds[valid].max() > 253402300799):
+        return _by_value(array, lambda v: canonical_timestamp(v, overflow))
+    whole = pc.strftime(pa.array(seconds, pa.timestamp("s")), format="%Y-%m-%d %H:%M:%S")
+    fraction = pc.utf8_lpad(pa.array(micros).cast(pa.string()), width=6, padding="0")
+    fraction = pc.if_else(pa.array(micros != 0), pc.binary_join_element_wise(".", fraction, ""), "")
+    text = pc.binary_join_element_wise(whole, fraction, "")
+    return pc.if_else(pa.array(valid), text, pa.nulls(len(array), pa.string()))
+
+
+def _check_headers_columnar(out: dict, column_count: int, opts) -> None:
+    """Check :func:`_check_headers` over whole columns.
+
+    Raises :class:`_NotColumnar` where a row might fail it (the per-record path then makes
+    the reject).
+    """
+    import pyarrow.compute as pc
+
+    seqs = out["header__change_seq"]
+    if seqs.null_count or not pc.all(pc.match_substring_regex(seqs, r"^[0-9]{35}$")).as_py():
+        raise _NotColumnar("a change_seq that is not 35 digits")
+    opers, operations = out["header__change_oper"], out["header__operation"]
+    if opers.null_count or not pc.all(pc.is_in(opers, pa.array(list(_OPERATIONS)))).as_py():
+        raise _NotColumnar("a change_oper other than I, U, D, B")
+    truncate_code = opts.get("truncate_oper_code")
+    if truncate_code and pc.any(pc.equal(opers, truncate_code)).as_py():
+        raise _NotColumnar("a truncate")
+    expected = pa.nulls(len(opers), pa.string())
+    for code, name in _OPERATIONS.items():
+        expected = pc.if_else(pc.equal(opers, code), name, expected)
+    agrees = pc.or_kleene(pc.is_null(operations), pc.equal(operations, expected))
+    if not pc.all(agrees).as_py():
+        raise _NotColumnar("change_oper and operation disagree")
+    for mask in pc.unique(out["header__change_mask"]).to_pylist():
+        if mask:
+            bits = mask_set_bits(mask, opts["mask_bit_order"])
+            if bits and bits[-1] >= column_count:
+                raise _NotColumnar("a mask longer than the column list")
 
 
 def _arrow_qlik_type(arrow_type) -> str:

@@ -95,9 +95,13 @@ class DecodeResult:
     byte offset after the last complete record: bytes past it (an incomplete last record of a
     file still being written) are left for the next run. Every byte in ``[start, consumed_end)``
     is either in a row or in a reject. ``warnings`` are file-level notes (counts, fallbacks).
+    ``table`` is set instead of ``rows`` by a decoder asked for columnar output that could
+    decode the whole file that way: a ``pyarrow.Table`` of the same columns as ``rows`` would
+    hold (map columns as Arrow maps), in file order.
     """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
+    table: Any = None
     rejects: list[Reject] = field(default_factory=list)
     metadata: list[MetadataColumn] = field(default_factory=list)
     consumed_end: int = 0

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute
 
 from python_udfs import (
     build_state,
@@ -401,6 +402,7 @@ def decode_candidate(
     sidecar: str | None,
     context: Mapping[str, Any],
     is_final: bool = False,
+    columnar: bool = False,
 ) -> DecodeResult:
     """Run the decoder of ``fmt`` over one file's bytes (pure; used inside the Spark tasks).
 
@@ -408,7 +410,8 @@ def decode_candidate(
     ``registry_schemas``. Change-table files are whole files (``start`` is 0). ``is_final``
     says no more bytes will be appended (a trail that rolled over to the next sequence
     number, an update-SQL file or a Kafka dump followed by a later one of its stream), so an
-    incomplete last record is a reject instead of pending.
+    incomplete last record is a reject instead of pending. ``columnar`` lets a decoder that can
+    return its rows as an Arrow table (``DecodeResult.table``) do so.
     """
     if fmt == qlik_change_tables.FORMAT:
         return qlik_change_tables.decode_change_table_file(
@@ -417,6 +420,7 @@ def decode_candidate(
             sidecar=sidecar,
             catalog=context["catalog"],
             options=context["options"],
+            columnar=columnar,
         )
     if fmt == qlik_kafka.FORMAT:
         catalog = qlik_kafka.KafkaCatalog()
@@ -471,9 +475,16 @@ def _map(value: Mapping[str, Any] | None):
 
 
 def file_outputs(
-    candidate: Mapping[str, Any], content: bytes, context: Mapping[str, Any]
+    candidate: Mapping[str, Any],
+    content: bytes,
+    context: Mapping[str, Any],
+    columnar: bool = False,
 ) -> list[dict]:
     """Decode one candidate file and return the decode-pass rows (``kind`` + struct).
+
+    With ``columnar``, rows a decoder returned as an Arrow table come as one item
+    ``{"kind": <raw table>, "arrow": pyarrow.Table}`` (with ``feed`` and ``source_file``
+    added) instead of one dict per row; :func:`make_decode_udf` turns it into batches.
 
     Checks the ingested prefix first: when its SHA-256 differs from the manifest's, the file
     is refused (one ``prefix_changed`` reject and a ``refused`` manifest row). Never raises for
@@ -583,6 +594,7 @@ def file_outputs(
             candidate["sidecar"],
             context,
             candidate["is_final"],
+            columnar=columnar and not ranges,
         )
     except Exception as exc:  # noqa: BLE001 - a decoder bug must not lose the file silently
         result = DecodeResult(consumed_end=size)
@@ -596,6 +608,15 @@ def file_outputs(
             if key in row:
                 row[key] = _map(row[key])
         out.append({"kind": table, table: row})
+    arrow_rows, arrow_last_index = 0, candidate["start_index"]
+    if result.table is not None and result.table.num_rows:
+        arrow_rows = result.table.num_rows
+        arrow_last_index = pa.compute.max(result.table.column("record_index")).as_py()
+        rows_table = result.table.append_column("feed", pa.repeat(pa.scalar(feed), arrow_rows))
+        rows_table = rows_table.append_column(
+            "source_file", pa.repeat(pa.scalar(source_file), arrow_rows)
+        )
+        out.append({"kind": table, "arrow": rows_table})
     out.extend(reject_row(rej) for rej in result.rejects)
     for col in result.metadata:
         meta = asdict(col)
@@ -603,7 +624,7 @@ def file_outputs(
         out.append({"kind": "raw_metadata", "raw_metadata": meta})
     end = max(result.consumed_end, start)
     last_index = max(
-        [candidate["start_index"]]
+        [candidate["start_index"], arrow_last_index]
         + [r["record_index"] for r in result.rows]
         + [r.record_index for r in result.rejects]
     )
@@ -613,7 +634,7 @@ def file_outputs(
         byte_end=end,
         prefix_sha256=running.hexdigest(),
         record_index_end=last_index,
-        rows=len(result.rows),
+        rows=len(result.rows) + arrow_rows,
         rejects=len(result.rejects),
         reject_bytes=sum(r.length for r in result.rejects),
         status="ingested" if end == size else "partial",
@@ -660,11 +681,42 @@ def make_decode_udf(contexts: Mapping[str, Mapping[str, Any]]) -> Callable:
             records = batch.to_pylist()
             for record in records:
                 content = record.pop("content")
-                rows = file_outputs(record, content, contexts[record["feed"]])
+                rows = file_outputs(record, content, contexts[record["feed"]], columnar=True)
+                tables = [r for r in rows if "arrow" in r]
+                rows = [r for r in rows if "arrow" not in r]
+                for item in tables:
+                    yield from _kind_batches(item["kind"], item["arrow"], schema)
                 for i in range(0, len(rows), 5000):
                     yield pa.RecordBatch.from_pylist(rows[i : i + 5000], schema=schema)
 
     return decode_batches
+
+
+def _kind_batches(kind: str, table: pa.Table, schema: pa.Schema, size: int = 50_000):
+    """Yield decode-pass batches (``schema``) holding ``table``'s rows as struct ``kind``.
+
+    ``table`` has the columns of raw table ``kind`` (a column it lacks is null); the other
+    structs are null.
+    """
+    struct = schema.field(kind).type
+    for start in range(0, table.num_rows, size):
+        part = table.slice(start, size)
+        n = part.num_rows
+        fields = [
+            part.column(f.name).combine_chunks().cast(f.type)
+            if f.name in part.column_names
+            else pa.nulls(n, f.type)  # set when the batch is written (ingested_at)
+            for f in struct
+        ]
+        arrays = []
+        for column in schema:
+            if column.name == "kind":
+                arrays.append(pa.repeat(pa.scalar(kind, STR), n))
+            elif column.name == kind:
+                arrays.append(pa.StructArray.from_arrays(fields, fields=list(struct)))
+            else:
+                arrays.append(pa.nulls(n, column.type))
+        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def make_metadata_udf() -> Callable:
