@@ -790,27 +790,32 @@ class Stager:
         return self.spark.read.option("mergeSchema", "false").parquet(str(self._table_path(table)))
 
     def manifest(self) -> dict[tuple[str, str], dict[str, Any]]:
-        """Return the latest manifest row of every ``(feed, source_file)`` (restages aside)."""
-        from pyspark.sql import Window
-        from pyspark.sql import functions as F
+        """Return the latest manifest row of every ``(feed, source_file)`` (restages aside).
 
-        df = self.read_table("raw_ingested_files").where(
-            (F.col("ingest_batch_id") != SCHEMA_PARTITION) & (F.col("status") != RESTAGED)
-        )
-        df = df.withColumn("mtime_us", F.unix_micros("modification_time"))
-        latest = (
-            df.withColumn(
-                "n",
-                F.row_number().over(
-                    Window.partitionBy("feed", "source_file").orderBy(
-                        F.col("ingest_batch_id").desc()
-                    )
-                ),
-            )
-            .where("n = 1")
-            .collect()
-        )
-        return {(r.feed, r.source_file): r.asDict() for r in latest}
+        Read with pyarrow from the committed batches' partition folders on the driver (a few
+        rows per ingested file; no Spark job). Each row also holds ``ingest_batch_id`` and
+        ``mtime_us`` (the file's modification time in microseconds since 1970, UTC);
+        timestamps are aware UTC datetimes.
+        """
+        import pyarrow.parquet as pq
+
+        folder = self._table_path("raw_ingested_files")
+        latest: dict[tuple[str, str], dict[str, Any]] = {}
+        for batch in sorted(self.committed_batches()):  # a later batch replaces an earlier row
+            for path in sorted((folder / f"ingest_batch_id={batch}").glob("*.parquet")):
+                table = pq.read_table(path)
+                for i, field_ in enumerate(table.schema):
+                    if pa.types.is_timestamp(field_.type):
+                        utc = pa.timestamp("us", tz="UTC")
+                        table = table.set_column(i, field_.name, table.column(i).cast(utc))
+                for row in table.to_pylist():
+                    if row["status"] == RESTAGED:
+                        continue
+                    mtime = row["modification_time"]
+                    row["ingest_batch_id"] = batch
+                    row["mtime_us"] = (mtime - UNIX_EPOCH) // dt.timedelta(microseconds=1)
+                    latest[(row["feed"], row["source_file"])] = row
+        return latest
 
     def metadata_rows(self, batches: set[str]) -> list[dict[str, Any]]:
         """Return the ``raw_metadata`` rows of committed batches as dicts."""
