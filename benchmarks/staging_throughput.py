@@ -68,7 +68,7 @@ def main() -> None:
                     rows += len(result.rows) + (result.table.num_rows if result.table else 0)
                     rejects += len(result.rejects)
                 seconds = time.perf_counter() - t0
-                label = fmt + (" (Parquet columnar)" if columnar else "")
+                label = fmt + (" (Parquet files columnar)" if columnar else "")
                 print(
                     f"{label:40s} {len(files):3d} files {size / 1e6:8.1f} MB {rows:9,d} records "
                     f"{rejects} rejects {seconds:7.2f} s  {rows / seconds:9,.0f} records/s  "
