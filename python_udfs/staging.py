@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute
+import pyarrow.compute as pc
 
 from python_udfs import (
     build_state,
@@ -611,7 +611,7 @@ def file_outputs(
     arrow_rows, arrow_last_index = 0, candidate["start_index"]
     if result.table is not None and result.table.num_rows:
         arrow_rows = result.table.num_rows
-        arrow_last_index = pa.compute.max(result.table.column("record_index")).as_py()
+        arrow_last_index = pc.max(result.table.column("record_index")).as_py()
         rows_table = result.table.append_column("feed", pa.repeat(pa.scalar(feed), arrow_rows))
         rows_table = rows_table.append_column(
             "source_file", pa.repeat(pa.scalar(source_file), arrow_rows)
