@@ -188,8 +188,10 @@ def canonical_timestamp(value: object, overflow: str = "truncate") -> str:
 _INTEGER_TYPES = {"INT1", "INT2", "INT4", "INT8", "UINT1", "UINT2", "UINT4", "UINT8"}
 _STRING_TYPES = {"STRING", "WSTRING", "CLOB", "NCLOB"}
 _BINARY_TYPES = {"BYTES", "BLOB"}
-#: The Qlik Replicate integer type names (rendered as plain digits).
+#: The Qlik Replicate integer type names (rendered as plain digits) and character type names
+#: (text kept as it is), as :func:`canonical_qlik_value` renders them.
 QLIK_INTEGER_TYPES = frozenset(_INTEGER_TYPES)
+QLIK_STRING_TYPES = frozenset(_STRING_TYPES)
 
 
 def canonical_qlik_value(

@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from python_udfs.canonical import (
     QLIK_INTEGER_TYPES,
+    QLIK_STRING_TYPES,
     canonical_qlik_value,
     canonical_timestamp,
     mask_set_bits,
@@ -546,17 +547,22 @@ def _check_headers(row: dict[str, Any], column_count: int, opts) -> tuple[str, s
             return "operation_mismatch", f"change_oper {oper!r} but operation {operation!r}"
     elif operation not in ("INSERT", "UPDATE", "DELETE", "BEFOREIMAGE", "TRUNCATE"):
         return "unknown_operation", f"no change_oper and operation {operation!r}"
-    mask = row["header__change_mask"]
-    if mask:
-        try:
-            bits = mask_set_bits(mask, opts["mask_bit_order"])
-        except ValueError as exc:
-            return "bad_mask", str(exc)
-        if bits and bits[-1] >= column_count:
-            return "mask_longer_than_columns", (
-                f"mask longer than column list: bit {bits[-1]} set, {column_count} columns "
-                "(is mask_bit_order right?)"
-            )
+    return _mask_problem(row["header__change_mask"], column_count, opts)
+
+
+def _mask_problem(mask: str | None, column_count: int, opts) -> tuple[str, str] | None:
+    """Return ``(reason, message)`` when a normalized change mask does not fit the columns."""
+    if not mask:
+        return None
+    try:
+        bits = mask_set_bits(mask, opts["mask_bit_order"])
+    except ValueError as exc:
+        return "bad_mask", str(exc)
+    if bits and bits[-1] >= column_count:
+        return "mask_longer_than_columns", (
+            f"mask longer than column list: bit {bits[-1]} set, {column_count} columns "
+            "(is mask_bit_order right?)"
+        )
     return None
 
 
@@ -724,7 +730,7 @@ def _decode_parquet_columnar(data, schema, table, is_load, columns, catalog_colu
     record by record, which makes the rejects. Values render with the same functions
     (:mod:`python_udfs.canonical`), once per distinct value; integers, strings, exact
     decimals of the declared scale and timestamps are rendered by Arrow itself
-    (tests/test_qlik_change_tables.py checks both paths give the same rows).
+    (tests/test_qlik_columnar.py checks both paths give the same rows).
     """
     import pyarrow.parquet as pq
 
@@ -842,15 +848,12 @@ def _header_timestamp(array, overflow: str):
     return _by_value(array, lambda v: v if v == "" else canonical_timestamp(v, overflow))
 
 
-_ARROW_RENDERED_TYPES = {"STRING", "WSTRING", "CLOB", "NCLOB"}
-
-
 def _render_column(array, column: MetadataColumn, overflow: str):
     """Return one data column as canonical text (:func:`canonical_qlik_value` of each value)."""
     kind = column.source_type.upper()
     scale = column.scale or 0
     arrow_type = array.type
-    if kind in _ARROW_RENDERED_TYPES and pa.types.is_string(arrow_type):
+    if kind in QLIK_STRING_TYPES and pa.types.is_string(arrow_type):
         return array
     if kind in QLIK_INTEGER_TYPES and pa.types.is_integer(arrow_type):
         return array.cast(pa.string())
@@ -918,10 +921,8 @@ def _check_headers_columnar(out: dict, column_count: int, opts) -> None:
     if not pc.all(agrees).as_py():
         raise _NotColumnar("change_oper and operation disagree")
     for mask in pc.unique(out["header__change_mask"]).to_pylist():
-        if mask:
-            bits = mask_set_bits(mask, opts["mask_bit_order"])
-            if bits and bits[-1] >= column_count:
-                raise _NotColumnar("a mask longer than the column list")
+        if _mask_problem(mask, column_count, opts) is not None:
+            raise _NotColumnar("a mask that does not fit the columns")
 
 
 def _arrow_qlik_type(arrow_type) -> str:
