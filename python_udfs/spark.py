@@ -31,9 +31,41 @@ def spark_conf(lake_root: Path) -> dict[str, str]:
     are UTC and ANSI mode is off, as dbt-spark sets it. The JVM logs errors only
     (:data:`LOG4J2_CONFIG`). ``CDC_SPARK_JAVA_OPTIONS`` adds JVM
     options to the driver (for example ``-XX:StartFlightRecording=filename=run.jfr`` to profile
-    a run with Java Flight Recorder).
+    a run with Java Flight Recorder), and ``CDC_SPARK_CONF`` any other Spark setting
+    (:func:`extra_spark_conf`); it comes last, so it overrides these.
     """
     lake = lake_root.resolve()
+    return {
+        **_engine_conf(lake),
+        **extra_spark_conf(os.environ.get("CDC_SPARK_CONF", "")),
+    }
+
+
+def extra_spark_conf(text: str) -> dict[str, str]:
+    """Parse ``CDC_SPARK_CONF``: Spark settings as whitespace-separated ``key=value`` pairs.
+
+    For example ``spark.sql.adaptive.enabled=false spark.sql.codegen.wholeStage=false``. A value
+    cannot hold whitespace. dbt's session target applies the settings of ``profiles.yml``
+    to the session again: those (shuffle partitions, driver memory, log level) have their own
+    ``CDC_`` variables, which both read. Raises ConfigError naming the pair when one has no ``=`` or a key
+    that does not start with ``spark.``.
+    """
+    from python_udfs.config import ConfigError
+
+    conf = {}
+    for pair in text.split():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.startswith("spark."):
+            raise ConfigError(
+                f"CDC_SPARK_CONF: {pair!r} is not a Spark setting; write key=value pairs "
+                "separated by spaces, for example spark.sql.shuffle.partitions=1"
+            )
+        conf[key] = value
+    return conf
+
+
+def _engine_conf(lake: Path) -> dict[str, str]:
+    """Return the embedded engine's own settings for an absolute lake root (:func:`spark_conf`)."""
     return {
         "spark.master": os.environ.get("CDC_SPARK_MASTER", "local[*]"),
         "spark.app.name": "cdc_changelog",

@@ -344,3 +344,22 @@ def test_the_demo_switched_off_leaves_only_the_projects_own_feeds_and_tables(
     )
     code, err = _run(project, monkeypatch, tmp_path, capsys, "stage")
     assert code == 2 and "feed hirdb_demo is in vars.cdc_feeds and in vars.cdc_demo_feeds" in err
+
+
+def test_extra_spark_settings_are_parsed_and_a_bad_one_names_itself(
+    project, monkeypatch, tmp_path, capsys
+):
+    """CDC_SPARK_CONF adds Spark settings (key=value pairs) after the engine's own; a pair
+    without '=' or a key outside spark.* stops the CLI with one line naming the pair."""
+    from python_udfs.spark import spark_conf
+
+    monkeypatch.setenv("CDC_SPARK_CONF", " spark.sql.adaptive.enabled=false  spark.x.y=a=b ")
+    conf = spark_conf(tmp_path / "lake")
+    assert conf["spark.sql.adaptive.enabled"] == "false" and conf["spark.x.y"] == "a=b"
+    assert conf["spark.sql.session.timeZone"] == "UTC"
+    monkeypatch.setenv("CDC_SPARK_CONF", "spark.sql.session.timeZone=Asia/Tokyo")
+    assert spark_conf(tmp_path / "lake")["spark.sql.session.timeZone"] == "Asia/Tokyo"
+    monkeypatch.setenv("CDC_SPARK_CONF", "spark.ui.enabled=false shuffle.partitions=2")
+    code, err = _run(project, monkeypatch, tmp_path, capsys, "sql", "select 1")
+    assert code == 2 and err.count("\n") == 1
+    assert "CDC_SPARK_CONF: 'shuffle.partitions=2' is not a Spark setting" in err
