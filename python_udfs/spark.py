@@ -45,10 +45,10 @@ def extra_spark_conf(text: str) -> dict[str, str]:
     """Parse ``CDC_SPARK_CONF``: Spark settings as whitespace-separated ``key=value`` pairs.
 
     For example ``spark.sql.adaptive.enabled=false spark.sql.codegen.wholeStage=false``. A value
-    cannot hold whitespace. dbt's session target applies the settings of ``profiles.yml``
-    to the session again: those (shuffle partitions, driver memory, log level) have their own
-    ``CDC_`` variables, which both read. Raises ConfigError naming the pair when one has no ``=`` or a key
-    that does not start with ``spark.``.
+    cannot hold whitespace. dbt's session target applies the settings of ``profiles.yml`` to
+    the session again: those (shuffle partitions, driver memory, log level) have their own
+    ``CDC_`` variables, which both read. Raises ConfigError naming the pair when one has no
+    ``=`` or a key that does not start with ``spark.``.
     """
     from python_udfs.config import ConfigError
 
@@ -58,7 +58,7 @@ def extra_spark_conf(text: str) -> dict[str, str]:
         if not sep or not key.startswith("spark."):
             raise ConfigError(
                 f"CDC_SPARK_CONF: {pair!r} is not a Spark setting; write key=value pairs "
-                "separated by spaces, for example spark.sql.shuffle.partitions=1"
+                "separated by spaces, for example spark.sql.adaptive.enabled=false"
             )
         conf[key] = value
     return conf
