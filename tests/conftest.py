@@ -17,9 +17,10 @@ import pytest
 #: ``cdc run`` of the demo spends most of its CPU compiling: Janino compiling each query's
 #: generated Java, then the JIT compiling that (55,000 JIT compilations, 2 min 8 s of compiler
 #: time, in a Java Flight Recording of a 110 s demo). Expressions evaluated without code
-#: generation cut a demo run by about 15 % on this machine (146 s against 170 s; 126 s against
-#: 164 s; runs vary by 10 % here). Spark's results are the same either way. One shuffle
-#: partition instead of four made no difference (adaptive execution coalesces them).
+#: generation cut a demo run by about a tenth on this machine (94.7 s against 104.8 and
+#: 116.8 s; later, with the machine slower, 126 to 159 s against 164 and 170 s). Spark's
+#: results are the same either way. One shuffle partition instead of four made no difference
+#: (adaptive execution coalesces them).
 SMALL_DATA_SPARK_CONF = (
     "spark.sql.codegen.wholeStage=false spark.sql.codegen.factoryMode=NO_CODEGEN"
 )
