@@ -1,7 +1,7 @@
 """Shared fixtures: paths to the real samples in ../shared and the repository root.
 
-Every Spark of the suite (the in-process sessions and each ``cdc`` subprocess, which inherits
-the environment) runs with :data:`SMALL_DATA_SPARK_CONF` unless ``CDC_SPARK_CONF`` is set.
+Every ``cdc`` subprocess of the suite (each inherits the environment) runs Spark with
+:data:`SMALL_DATA_SPARK_CONF` unless ``CDC_SPARK_CONF`` is set.
 The README test (``make test-readme``) clears every ``CDC_`` variable, so it runs the
 project's defaults.
 """
