@@ -28,13 +28,13 @@ test-readme: $(STAMP)
 	$(BIN)/pytest -m readme tests/test_readme.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check python_udfs tests benchmarks
-	$(BIN)/ruff format --check python_udfs tests benchmarks
+	$(BIN)/ruff check python_udfs simulator tests benchmarks
+	$(BIN)/ruff format --check python_udfs simulator tests benchmarks
 	CDC_LAKE_ROOT=$(CURDIR)/target/lint_lake $(BIN)/sqlfluff lint models tests/dbt
 
 format: $(STAMP)
-	$(BIN)/ruff format python_udfs tests benchmarks
-	$(BIN)/ruff check --fix python_udfs tests benchmarks
+	$(BIN)/ruff format python_udfs simulator tests benchmarks
+	$(BIN)/ruff check --fix python_udfs simulator tests benchmarks
 	CDC_LAKE_ROOT=$(CURDIR)/target/lint_lake $(BIN)/sqlfluff fix models tests/dbt
 
 ## Generate and serve the dbt docs site of the demo project (run `make demo` first).

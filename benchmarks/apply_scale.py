@@ -40,7 +40,8 @@ import pyarrow.dataset as ds
 
 from python_udfs.cli import DEMO_TRUNCATE_EVERY, write_typed_models
 from python_udfs.config import load_project
-from python_udfs.simulator import Simulation, catalog_rows, simulate, tables_for, write_feed
+from simulator.database import Simulation, catalog_rows, simulate, tables_for
+from simulator.feeds import write_feed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.spark_project import REPO, demo_feeds_yaml, make_project  # noqa: E402

@@ -4,8 +4,8 @@ Runs ``apply_scale.measure`` twice over the same workload (default 50,000 change
 20,000 keys, all five feed formats, and a new batch of 1 %; with more keys than events per feed
 the history would be full loads alone): once with the three simulated
 tables per feed (15 tables), once with 100 per feed (500 tables: copies of the three,
-``simulator.tables_for``), each with its catalog seeds and its typed models as ``cdc scaffold``
-writes them. It prints, per catalog, ``dbt parse`` (a full parse), the full build, the run
+``simulator.database.tables_for``), each with its catalog seeds and its typed models as
+``cdc scaffold`` writes them. It prints, per catalog, ``dbt parse`` (a full parse), the full build, the run
 with the new batch and the no-op run (build skipped), then the cost of each per added table:
 (500-table figure - 15-table figure) / 485, in seconds.
 

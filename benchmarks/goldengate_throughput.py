@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from python_udfs.goldengate_trail import decode_trail_file, parse_sourcedefs
-from python_udfs.simulator import simulate, write_feed
+from simulator.database import simulate
+from simulator.feeds import write_feed
 
 
 def main() -> None:

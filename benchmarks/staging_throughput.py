@@ -15,8 +15,9 @@ from pathlib import Path
 
 from python_udfs import qlik_change_tables, qlik_kafka
 from python_udfs.config import load_project
-from python_udfs.simulator import simulate, write_feed
 from python_udfs.staging import decode_candidate, list_landing_files, sidecar_for
+from simulator.database import simulate
+from simulator.feeds import write_feed
 
 REPO = Path(__file__).resolve().parents[1]
 

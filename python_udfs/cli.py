@@ -378,10 +378,12 @@ def demo(project_dir: Path, seed: int, log=print, verbose: bool = False) -> int:
     run after it (``cdc sql``, ``cdc run``, ``dbt build``, ``make docs``) finds its lake. It
     starts over each time: it deletes both folders first, and therefore refuses (a
     :class:`ConfigError` naming the folder) when either holds files it did not write (no
-    ``.cdc_demo`` marker). The Qlik and GoldenGate feeds replicate ``simulator.TABLES``; the
-    HiRDB and Linkexpress feeds a source database of ``simulator.JP_TABLES`` with truncates.
+    ``.cdc_demo`` marker). The Qlik and GoldenGate feeds replicate
+    ``simulator.database.TABLES``; the HiRDB and Linkexpress feeds a source database of
+    ``simulator.database.JP_TABLES`` with truncates.
     """
-    from python_udfs import simulator
+    from simulator.database import JP_FORMATS, JP_TABLES, simulate
+    from simulator.feeds import write_feed
 
     started = time.monotonic()
     config = load_project(project_dir, check_paths=False)
@@ -402,14 +404,12 @@ def demo(project_dir: Path, seed: int, log=print, verbose: bool = False) -> int:
         (root / DEMO_MARKER).write_text("written by `cdc demo`, which deletes this folder\n")
     log(f"simulating a source database (seed {seed}) and writing feeds to {config.landing_root}")
     sims = {
-        "default": simulator.simulate(seed=seed),
-        "japanese": simulator.simulate(
-            seed=seed, truncate_every=DEMO_TRUNCATE_EVERY, tables=simulator.JP_TABLES
-        ),
+        "default": simulate(seed=seed),
+        "japanese": simulate(seed=seed, truncate_every=DEMO_TRUNCATE_EVERY, tables=JP_TABLES),
     }
     for feed in config.feeds.values():
-        sim = sims["japanese" if feed.format in simulator.JP_FORMATS else "default"]
-        written = simulator.write_feed(sim, feed.format, feed.path, feed.options)
+        sim = sims["japanese" if feed.format in JP_FORMATS else "default"]
+        written = write_feed(sim, feed.format, feed.path, feed.options)
         log(f"  {feed.name}: {written} file(s) written ({feed.format})")
     config = load_project(project_dir)
     summary, ok, _built = run(config, {}, log=log, verbose=verbose)

@@ -28,16 +28,16 @@ from pathlib import Path
 
 import pytest
 
-from python_udfs.simulator import (
+from simulator.database import (
     JP_TABLES,
     SimChange,
     Simulation,
     _new_row,
     primary_key_text,
     tables_for,
-    write_feed,
 )
-from python_udfs.simulator_japanese import lx_record
+from simulator.feeds import write_feed
+from simulator.linkexpress_extract import lx_record
 from tests.spark_project import read_mart
 from tests.two_rounds import Contribution
 

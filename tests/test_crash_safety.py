@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from python_udfs.simulator import JP_TABLES, catalog_rows, simulate, write_feed
+from simulator.database import JP_TABLES, catalog_rows, simulate
+from simulator.feeds import write_feed
 from tests.spark_project import cdc, make_project, read_mart
 from tests.test_end_to_end import landing_rounds
 

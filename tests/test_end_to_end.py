@@ -12,7 +12,8 @@ import pytest
 
 from python_udfs.cli import DEMO_TRUNCATE_EVERY
 from python_udfs.config import CDC_COLUMNS_HEADER, load_project
-from python_udfs.simulator import JP_TABLES, catalog_rows, simulate, write_feed
+from simulator.database import JP_TABLES, catalog_rows, simulate
+from simulator.feeds import write_feed
 from tests.spark_project import (
     HOSTILE_NAMES,
     HOSTILE_SCHEMA,

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from python_udfs.simulator import JP_TABLES, simulate, write_feed
+from simulator.database import JP_TABLES, simulate
+from simulator.feeds import write_feed
 from tests.spark_project import read_mart
 from tests.two_rounds import Contribution
 

@@ -276,7 +276,8 @@ def test_a_trail_without_tdrs_or_sourcedefs_decodes_from_the_catalog_seed(tc, tm
     trail (no TDRs) decode to the same rows as with their sourcedefs files."""
     from python_udfs.config import FeedConfig, load_catalog
     from python_udfs.goldengate_trail import tables_from_catalog
-    from python_udfs.simulator import catalog_rows, simulate, write_feed
+    from simulator.database import catalog_rows, simulate
+    from simulator.feeds import write_feed
     from tests.spark_project import write_seeds
 
     data, defs, charset = tc
@@ -325,8 +326,8 @@ def test_segmented_records_are_reassembled_to_the_whole_row(tmp_path, style):
     24 bytes as segments; the decoder concatenates them and reads the same rows as from the
     unsegmented trail. Without the last segment the record waits (a file still being written)
     or, in a final file, is one reject."""
-    from python_udfs.simulator import TABLES, simulate
-    from python_udfs.simulator_goldengate import write_trails
+    from simulator.database import TABLES, simulate
+    from simulator.goldengate_trail import write_trails
 
     sim = simulate(seed=4)
     base = {"definitions": "dirdef/sim.def"} if style == "sourcedefs" else {}
@@ -357,8 +358,8 @@ def test_segmented_records_are_reassembled_to_the_whole_row(tmp_path, style):
 
 
 def test_a_segmented_record_without_its_last_segment_waits_or_is_rejected(tmp_path):
-    from python_udfs.simulator import TABLES, simulate
-    from python_udfs.simulator_goldengate import write_trails
+    from simulator.database import TABLES, simulate
+    from simulator.goldengate_trail import write_trails
 
     write_trails(simulate(seed=4), TABLES, tmp_path, {"segment_bytes": 24})
     data = sorted(tmp_path.glob("aa*"))[0].read_bytes()

@@ -15,8 +15,8 @@ from python_udfs.hirdb_update_sql import (
     typed_value,
 )
 from python_udfs.records import MetadataColumn
-from python_udfs.simulator import JP_TABLES, seed_catalog, simulate
-from python_udfs.simulator_japanese import sqltxt_lines
+from simulator.database import JP_TABLES, seed_catalog, simulate
+from simulator.hirdb_update_sql import sqltxt_lines
 
 #: The six lines under 出力例 in seeds/hirdb_update_sql_file_ja.txt, as printed there.
 MANUAL_EXAMPLE = """/* 2004-12-29 19:18:00 */ INSERT INTO "USR1"."T1"("C1","C2") VALUES(1,'a');

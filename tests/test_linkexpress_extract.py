@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from python_udfs.linkexpress_extract import decode_extract_file, file_table_for
 from python_udfs.records import MetadataColumn
-from python_udfs.simulator import JP_TABLES, seed_catalog, simulate, tables_for
-from python_udfs.simulator_japanese import lx_record, write_extracts
+from simulator.database import JP_TABLES, seed_catalog, simulate, tables_for
+from simulator.linkexpress_extract import lx_record, write_extracts
 
 ORDERS = ("S", "ORDERS")
 

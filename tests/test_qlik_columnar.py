@@ -19,7 +19,8 @@ import pytest
 
 from python_udfs.qlik_change_tables import decode_change_table_file
 from python_udfs.records import MetadataColumn
-from python_udfs.simulator import simulate, write_feed
+from simulator.database import simulate
+from simulator.feeds import write_feed
 
 SEQ = "2024030108000000{:019d}"
 HEADERS = {

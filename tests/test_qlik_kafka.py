@@ -6,7 +6,7 @@ import pytest
 
 from python_udfs.qlik_kafka import KafkaCatalog, decode_dump_file, scan_metadata
 from python_udfs.records import MetadataColumn
-from python_udfs.simulator import fastavro_bytes
+from simulator.qlik_kafka import fastavro_bytes
 
 EMPLOYEES = "qlik_kafka/employees_salaries_md_and_refresh.jsonl"
 ITEM_MASTER = "qlik_kafka/item_master_update_16_columns.jsonl"

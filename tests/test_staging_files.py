@@ -196,8 +196,8 @@ def test_a_linkexpress_file_delivered_again_is_a_duplicate_but_a_repeated_trunca
     extracts (a truncate) repeated is two truncates and both apply (staging.py,
     DEDUPLICATED_BY_CONTENT)."""
     from python_udfs.config import load_project
-    from python_udfs.simulator import write_feed
     from python_udfs.staging import Stager, StageSummary
+    from simulator.feeds import write_feed
     from tests.spark_project import REPO
     from tests.test_end_to_end import jp_simulation
 

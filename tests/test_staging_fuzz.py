@@ -34,7 +34,6 @@ from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
 from python_udfs.config import load_project
-from python_udfs.simulator import simulate, write_feed
 from python_udfs.staging import (
     Stager,
     _metadata_from_row,
@@ -43,6 +42,8 @@ from python_udfs.staging import (
     make_metadata_udf,
     sidecar_for,
 )
+from simulator.database import simulate
+from simulator.feeds import write_feed
 from tests.spark_project import REPO
 from tests.test_end_to_end import FEEDS, JP_FEEDS, jp_simulation
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from python_udfs.simulator import catalog_rows
+from simulator.database import catalog_rows
 from tests.spark_project import cdc, make_project, query, read_mart, write_seeds
 
 #: Marts read right after round 1, for the tests that check what round 1 left pending.

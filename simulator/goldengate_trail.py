@@ -1,6 +1,6 @@
 """GoldenGate trail writer of the sample-feed simulator (the inverse of ``goldengate_trail``).
 
-Writes a :class:`~python_udfs.simulator.Simulation` as Oracle GoldenGate would: trail files
+Writes a :class:`~simulator.database.Simulation` as Oracle GoldenGate would: trail files
 ``<prefix><6-digit seqno>`` that roll over every ``records_per_file`` records (so transactions
 span files), in big- or little-endian framing, with table definitions either in a defgen
 sourcedefs file (``dirdef/sim.def``, 11.x style, table names in the record header) or as TDR
