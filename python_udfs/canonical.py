@@ -28,6 +28,7 @@ __all__ = [
     "canonical_date",
     "canonical_decimal",
     "canonical_float",
+    "packed_decimal",
     "canonical_integer",
     "canonical_time",
     "canonical_timestamp",
@@ -93,6 +94,25 @@ def canonical_decimal(value: object, scale: int) -> str:
         raise ValueError(f"{value!r} has more than {scale} fraction digits")
     text = format(quantized, "f")
     return "0" + text[1:] if text.startswith("-0") and quantized == 0 else text
+
+
+def packed_decimal(nibbles: str, scale: int) -> str:
+    """Render a packed (COMP-3) decimal, given as its hex digits, as canonical decimal text.
+
+    Two BCD digits a byte, the last nibble the sign (A C E F positive, B D negative), ``scale``
+    fraction digits (a negative zero is ``0``). ``nibbles`` is the hex of the bytes, either
+    case (``bytes.hex()``, or a HiRDB ``X'…'`` literal's text). Raises ValueError naming the
+    digits for a digit nibble above 9, a sign nibble below A, or fewer than two nibbles.
+    Sources: formats/linkexpress_extract.md (``pack``), formats/goldengate_trail.md (type 189),
+    formats/hirdb_update_sql.md (note ※1, hex form of DECIMAL).
+    """
+    digits, sign = nibbles[:-1], nibbles[-1:].upper()
+    if not digits.isdigit() or not sign or sign not in "ABCDEF":
+        raise ValueError(f"invalid packed digit or sign in {nibbles.upper()}")
+    value = int(digits)
+    text = str(value).rjust(scale + 1, "0")
+    whole, frac = (text[:-scale], text[-scale:]) if scale else (text, "")
+    return ("-" if sign in "BD" and value else "") + whole + ("." + frac if frac else "")
 
 
 def canonical_float(value: object) -> str:

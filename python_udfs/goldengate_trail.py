@@ -35,6 +35,7 @@ from python_udfs.canonical import (
     canonical_decimal,
     canonical_time,
     canonical_timestamp,
+    packed_decimal,
 )
 from python_udfs.records import DecodeResult, MetadataColumn, Reject
 from python_udfs.records import RecordError as _Bad
@@ -1018,7 +1019,7 @@ def column_value(column: GGColumn, payload: bytes, charset: str, opts: Mapping[s
             Decimal(_sign_text(kind, payload)).scaleb(-column.scale), column.scale
         )
     if kind == 189:
-        return canonical_decimal(_packed(payload).scaleb(-column.scale), column.scale)
+        return packed_decimal(payload.hex(), column.scale)
     if kind == 192:
         return _datetime(column, payload.decode("ascii"), overflow)
     if 195 <= kind <= 212:
@@ -1056,15 +1057,6 @@ def _sign_text(kind: int, payload: bytes) -> str:
     if sign not in ("", "+", "-") or not text.isdigit():
         raise ValueError(f"{bytes(payload)!r} is not an ASCII decimal")
     return ("-" if sign == "-" else "") + text
-
-
-def _packed(payload: bytes) -> Decimal:
-    """Packed decimal: two BCD digits a byte, the last nibble the sign (D/B negative)."""
-    nibbles = "".join(f"{b:02X}" for b in payload)
-    digits, sign = nibbles[:-1], nibbles[-1]
-    if not digits.isdigit() or sign not in "ABCDEF":
-        raise ValueError(f"{payload.hex()} is not packed decimal")
-    return Decimal(("-" if sign in "BD" else "") + digits)
 
 
 def _datetime(column: GGColumn, text: str, overflow: str) -> str:

@@ -40,6 +40,7 @@ from python_udfs.canonical import (
     canonical_time,
     canonical_timestamp,
     japanese_text_score,
+    packed_decimal,
 )
 from python_udfs.records import DecodeResult, MetadataColumn, Reject
 
@@ -459,9 +460,7 @@ def typed_value(
     if kind in _DECIMAL_TYPES:
         if literal.kind == "hex":
             if hex_fallback == "decode_packed":
-                return canonical_decimal(
-                    packed_decimal(literal.text, column.scale or 0), column.scale or 0
-                )
+                return packed_decimal(literal.text, column.scale or 0)
             raise ValueError(
                 "DECIMAL written in hex form (HiRDB could not convert the packed value)"
             )
@@ -497,21 +496,6 @@ def typed_value(
     if kind in _PLACEHOLDER_TYPES:
         raise ValueError(f"{kind} column with a value instead of its placeholder")
     return literal.text
-
-
-def packed_decimal(hex_digits: str, scale: int) -> str:
-    """Read packed-decimal hex digits as decimal text.
-
-    Digit Read packed-decimal hex (digit nibbles, last nibble the sign: A C E F +, B D -) as
-    decimal text with ``scale`` fraction digits; raise ValueError for a bad nibble.
-    """
-    digits, sign = hex_digits[:-1], hex_digits[-1:].upper()
-    if not digits.isdigit() or sign not in "ABCDEF" or not sign:
-        raise ValueError(f"X'{hex_digits}' is not a packed decimal")
-    number = int(digits) * (-1 if sign in "BD" else 1)
-    text = str(abs(number)).rjust(scale + 1, "0")
-    whole, frac = (text[:-scale], text[-scale:]) if scale else (text, "")
-    return ("-" if number < 0 else "") + whole + ("." + frac if frac else "")
 
 
 def choose_encoding(lines: Sequence[bytes], option: str) -> tuple[str, list[str]]:

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from python_udfs.canonical import japanese_text_score
+from python_udfs.canonical import japanese_text_score, packed_decimal
 from python_udfs.records import DecodeResult, FrameChains, MetadataColumn, Reject
 from python_udfs.records import RecordError as _Bad
 
@@ -234,19 +234,6 @@ class ParsedRecord:
     items: list[Any] | None
 
 
-def packed_text(raw: bytes, scale: int) -> str:
-    """Render a packed decimal as canonical text.
-
-    Packed decimal (digit nibbles, last nibble the sign: A C E F +, B D −) as canonical text
-    with ``scale`` fraction digits; raise ValueError for a nibble > 9 or a bad sign.
-    """
-    hexed = raw.hex()
-    digits, sign = hexed[:-1], hexed[-1]
-    if not digits.isdigit() or sign not in "abcdef":
-        raise ValueError(f"invalid packed digit or sign in {raw.hex().upper()}")
-    return _scaled(digits, sign in "bd", scale)
-
-
 def zoned_text(raw: bytes, scale: int, mode: str = "auto") -> str:
     """Render a zoned decimal as canonical text.
 
@@ -379,7 +366,7 @@ class _Reader:
             if kind == "BIGINT":
                 return str(self.q.unpack_from(data, start)[0]), pos
             if kind == "DECIMAL":
-                return packed_text(data[start:pos], item.scale), pos
+                return packed_decimal(data[start:pos].hex(), item.scale), pos
             if kind == "NUMERIC":
                 return zoned_text(data[start:pos], item.scale, self.zoned_sign), pos
             if kind == "REAL":

@@ -12,7 +12,9 @@ from python_udfs.canonical import (
     canonical_timestamp,
     mask_set_bits,
     normalize_mask_hex,
+    packed_decimal,
 )
+from simulator.linkexpress_extract import _packed
 
 
 @pytest.mark.parametrize(
@@ -93,3 +95,27 @@ def test_decimal_round_trips_through_its_text(unscaled, scale):
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_float_text_round_trips(value):
     assert float(canonical_qlik_value(value, "REAL8")) == value
+
+
+@given(st.integers(-(10**17) + 1, 10**17 - 1), st.integers(0, 6))
+def test_packed_decimal_reads_what_the_simulator_packs(unscaled, scale):
+    """The one packed-decimal reader of the three binary feeds (GoldenGate type 189, HiRDB hex
+    literals, Linkexpress ``pack`` items) against the simulator's independent writer."""
+    text = canonical_decimal(Decimal(unscaled).scaleb(-scale), scale)
+    packed = _packed(text, 17, scale)
+    assert packed_decimal(packed.hex(), scale) == text
+    assert packed_decimal(packed.hex().upper(), scale) == text
+
+
+@pytest.mark.parametrize(
+    ("nibbles", "scale", "expected"),
+    [("125C", 1, "12.5"), ("125d", 1, "-12.5"), ("000B", 2, "0.00"), ("7F", 0, "7")],
+)
+def test_packed_decimal_signs_and_scale(nibbles, scale, expected):
+    assert packed_decimal(nibbles, scale) == expected
+
+
+@pytest.mark.parametrize("nibbles", ["1A5C", "1259", "C", "", "12 C"])
+def test_packed_decimal_rejects_a_bad_digit_or_sign(nibbles):
+    with pytest.raises(ValueError, match="invalid packed digit or sign"):
+        packed_decimal(nibbles, 0)
