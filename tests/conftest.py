@@ -1,7 +1,9 @@
 """Shared fixtures: paths to the real samples in ../shared and the repository root.
 
 Every ``cdc`` subprocess of the suite (each inherits the environment) runs Spark with
-:data:`SMALL_DATA_SPARK_CONF` unless ``CDC_SPARK_CONF`` is set.
+:data:`SMALL_DATA_SPARK_CONF` and one shuffle partition, unless ``CDC_SPARK_CONF`` and
+``CDC_SHUFFLE_PARTITIONS`` are set, and starts its JVM from the class archive of
+:func:`jvm_class_archive`.
 The README test (``make test-readme``) clears every ``CDC_`` variable, so it runs the
 project's defaults.
 """
@@ -15,18 +17,23 @@ from pathlib import Path
 
 import pytest
 
-#: Spark settings for the suite's tiny data (``CDC_SPARK_CONF``, python_udfs/spark.py). A
-#: ``cdc run`` of the demo spends most of its CPU compiling: Janino compiling each query's
-#: generated Java, then the JIT compiling that (55,000 JIT compilations, 2 min 8 s of compiler
-#: time, in a Java Flight Recording of a 110 s demo). Expressions evaluated without code
-#: generation cut a demo run by about a tenth on this machine (94.7 s against 104.8 and
-#: 116.8 s; later, with the machine slower, 126 to 159 s against 164 and 170 s). Spark's
-#: results are the same either way. One shuffle partition instead of four made no difference
-#: (adaptive execution coalesces them).
+#: Spark settings for the suite's tiny data (``CDC_SPARK_CONF``, python_udfs/spark.py), with one
+#: shuffle partition (``CDC_SHUFFLE_PARTITIONS``, which profiles.yml applies to dbt's queries
+#: too). A ``cdc run`` of the demo spent most of its CPU compiling: Janino compiling each
+#: query's generated Java, then the JIT compiling that (55,000 JIT compilations, 2 min 8 s of
+#: compiler time, in a Java Flight Recording of a 110 s demo); expressions evaluated without
+#: code generation cut a demo run by about a tenth (94.7 s against 104.8 and 116.8 s). Adaptive
+#: execution re-plans each query at every shuffle, and its one task per partition is all the
+#: parallelism tiny data needs: without it, and with one partition, the warm
+#: ``stg_hirdb_update_sql__changes`` query of the demo's lake took 0.58 to 0.76 s against 0.89
+#: to 1.0 s (code generation off in both), and the demo's dbt build 85.7 and 92.3 s against
+#: 98.3 and 100.9 s. Spark's results are the same either way.
 SMALL_DATA_SPARK_CONF = (
-    "spark.sql.codegen.wholeStage=false spark.sql.codegen.factoryMode=NO_CODEGEN"
+    "spark.sql.codegen.wholeStage=false spark.sql.codegen.factoryMode=NO_CODEGEN "
+    "spark.sql.adaptive.enabled=false"
 )
 os.environ.setdefault("CDC_SPARK_CONF", SMALL_DATA_SPARK_CONF)
+os.environ.setdefault("CDC_SHUFFLE_PARTITIONS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 
