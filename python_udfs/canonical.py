@@ -28,7 +28,6 @@ __all__ = [
     "canonical_date",
     "canonical_decimal",
     "canonical_float",
-    "packed_decimal",
     "canonical_integer",
     "canonical_time",
     "canonical_timestamp",
@@ -36,6 +35,7 @@ __all__ = [
     "mask_set_bits",
     "normalize_mask_hex",
     "japanese_text_score",
+    "packed_decimal",
 ]
 
 _INT_RE = re.compile(r"[+-]?\d+")

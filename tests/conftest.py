@@ -60,6 +60,7 @@ for statement in (
     spark.sql(statement).collect()
 spark.stop()
 """
+
 SHARED = REPO.parent / "shared"
 SAMPLES = SHARED / "samples"
 
@@ -68,9 +69,10 @@ SAMPLES = SHARED / "samples"
 def jvm_class_archive(request, tmp_path_factory):
     """Start every Spark JVM of the suite from one class-data sharing archive (Java 17 AppCDS).
 
-    The suite starts some 45 JVMs (each ``cdc`` command, the Thrift Server); each spent about
-    6 s loading the same Spark, Hive and Derby classes from the jars (``cdc sql`` on the demo
-    lake: 18.7 to 23.5 s with the archive against 24.2 to 28.3 s without, three runs each). One
+    Every ``cdc`` command of the suite, and the Thrift Server, starts a JVM that loaded the same
+    Spark, Hive and Derby classes from the jars: about 6 s each (``cdc sql`` on the demo lake:
+    18.7 to 23.5 s with the archive against 24.2 to 28.3 s without, three runs each; the
+    growing-dump test's four ``cdc stage``: 62.2 s against 93.4 s). One
     JVM running :data:`_ARCHIVE_WORKLOAD` writes the archive as it exits
     (``-XX:ArchiveClassesAtExit``, about 25 s); ``CDC_SPARK_JAVA_OPTIONS`` then hands it to
     every later JVM (``-XX:SharedArchiveFile``). A JVM that cannot map it (another Java, another
