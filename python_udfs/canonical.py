@@ -36,6 +36,7 @@ __all__ = [
     "normalize_mask_hex",
     "japanese_text_score",
     "packed_decimal",
+    "scaled_digits",
 ]
 
 _INT_RE = re.compile(r"[+-]?\d+")
@@ -109,10 +110,20 @@ def packed_decimal(nibbles: str, scale: int) -> str:
     digits, sign = nibbles[:-1], nibbles[-1:].upper()
     if not digits.isdigit() or not sign or sign not in "ABCDEF":
         raise ValueError(f"invalid packed digit or sign in {nibbles.upper()}")
+    return scaled_digits(digits, sign in "BD", scale)
+
+
+def scaled_digits(digits: str, negative: bool, scale: int) -> str:
+    """Render unsigned decimal ``digits`` with ``scale`` fraction digits as canonical text.
+
+    ``negative`` gives the sign; a negative zero is ``0``. ``scaled_digits("0125", True, 1)``
+    is ``-12.5``. The digits of packed and zoned decimals (:func:`packed_decimal`,
+    ``linkexpress_extract.zoned_text``); ``int`` raises ValueError for a non-digit.
+    """
     value = int(digits)
     text = str(value).rjust(scale + 1, "0")
     whole, frac = (text[:-scale], text[-scale:]) if scale else (text, "")
-    return ("-" if sign in "BD" and value else "") + whole + ("." + frac if frac else "")
+    return ("-" if negative and value else "") + whole + ("." + frac if frac else "")
 
 
 def canonical_float(value: object) -> str:

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from python_udfs.canonical import japanese_text_score, packed_decimal
+from python_udfs.canonical import japanese_text_score, packed_decimal, scaled_digits
 from python_udfs.records import DecodeResult, FrameChains, MetadataColumn, Reject
 from python_udfs.records import RecordError as _Bad
 
@@ -258,15 +258,7 @@ def zoned_text(raw: bytes, scale: int, mode: str = "auto") -> str:
         neg = True
     else:
         raise ValueError(f"zoned sign nibble {zone:X} unknown")
-    return _scaled(body.decode("ascii") + str(digit), neg, scale)
-
-
-def _scaled(digits: str, negative: bool, scale: int) -> str:
-    value = int(digits)
-    text = str(value).rjust(scale + 1, "0")
-    whole, frac = (text[:-scale], text[-scale:]) if scale else (text, "")
-    sign = "-" if negative and value else ""
-    return sign + whole + ("." + frac if frac else "")
+    return scaled_digits(body.decode("ascii") + str(digit), neg, scale)
 
 
 def _date_text(year: int, month: int, day: int) -> str:
@@ -676,7 +668,7 @@ def _digit_texts(digits: np.ndarray, negative: np.ndarray, scale: int) -> list[s
         texts = [str(v) for v in numbers]
     else:
         texts = ["".join(map(str, row)) for row in digits.tolist()]
-    return [_scaled(t, neg, scale) for t, neg in zip(texts, negative.tolist(), strict=True)]
+    return [scaled_digits(t, neg, scale) for t, neg in zip(texts, negative.tolist(), strict=True)]
 
 
 def candidate_layouts(opts: Mapping[str, Any]) -> list[Layout]:
