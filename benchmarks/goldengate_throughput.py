@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from python_udfs.goldengate_trail import decode_trail_file, parse_sourcedefs
+from python_udfs.goldengate_trail.decoder import decode_trail_file, parse_sourcedefs
 from simulator.database import simulate
 from simulator.feeds import write_feed
 

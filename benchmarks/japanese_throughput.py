@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from python_udfs.hirdb_update_sql import decode_update_sql_file
-from python_udfs.linkexpress_extract import decode_extract_file, file_table_for
+from python_udfs.hirdb_update_sql.decoder import decode_update_sql_file
+from python_udfs.linkexpress_extract.decoder import decode_extract_file, file_table_for
 from simulator.database import JP_TABLES, seed_catalog, simulate
 from simulator.feeds import write_feed
 

@@ -9,13 +9,14 @@ over every file, as one Spark task would run them. Prints one line per format.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import tempfile
 import time
 from pathlib import Path
 
-from python_udfs import qlik_change_tables, qlik_kafka
 from python_udfs.config import load_project
-from python_udfs.staging import decode_candidate, list_landing_files, sidecar_for
+from python_udfs.registry import FORMATS
+from python_udfs.staging import decode_candidate, list_landing_files
 from simulator.database import simulate
 from simulator.feeds import write_feed
 
@@ -40,28 +41,27 @@ def main() -> None:
         ):
             folder = Path(tmp) / feed
             write_feed(sim, fmt, folder, {})
+            spec = FORMATS[fmt]
+            files = list(list_landing_files(folder, fmt))
+            scanned = []  # the metadata pass over every file (Kafka MD messages), not timed
+            if spec.scan_metadata is not None:
+                for path in files:
+                    scanned += spec.scan_metadata(path.read_bytes(), path.name, 0)
+            feed_config = dataclasses.replace(config.feeds[feed], path=folder)
             context = {
-                "options": dict(config.feeds[feed].options),
+                "options": dict(feed_config.options),
                 "catalog": config.feed_catalog(feed),
             }
-            if fmt == qlik_kafka.FORMAT:
-                catalog = qlik_kafka.KafkaCatalog()
-                catalog.add_columns([c for cols in context["catalog"].values() for c in cols])
-                context["kafka_catalog"] = catalog
-                context["registry_schemas"] = {1: (folder / "schemas" / "1.avsc").read_text()}
-                context["options"]["topic_tables"] = {"HR.EMPLOYEES": "HR.EMPLOYEES"}
-            files = list(list_landing_files(folder))
+            context.update(spec.decoder_context(feed_config, config, context["catalog"], scanned))
             size = sum(p.stat().st_size for p in files)
             # the Qlik Parquet files decode column by column in staging; the per-record path
             # (the reference) is timed beside it
-            for columnar in (False, True) if fmt == qlik_change_tables.FORMAT else (False,):
+            for columnar in (False, True) if fmt == "qlik_change_tables" else (False,):
                 rows = rejects = 0
                 t0 = time.perf_counter()
                 for path in files:
                     data = path.read_bytes()
-                    if fmt == qlik_kafka.FORMAT:
-                        catalog.add_columns(qlik_kafka.scan_metadata(data, file_name=path.name))
-                    sidecar = sidecar_for(path) if fmt == qlik_change_tables.FORMAT else None
+                    sidecar = spec.sidecar(path)
                     name = path.relative_to(folder).as_posix()
                     result = decode_candidate(
                         fmt, data, name, 0, 0, sidecar, context, columnar=columnar

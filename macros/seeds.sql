@@ -46,12 +46,22 @@
 
 
 
+{% macro cdc_format_names() %}
+    {#-
+        Every feed format this version decodes, in the order of the Python registry
+        (python_udfs/registry.py FORMATS; tests/test_config.py checks that the two agree). Each
+        has a staging folder models/staging/<format>/ and a raw table raw_<format>.
+    -#}
+    {{ return(['qlik_change_tables', 'qlik_kafka', 'goldengate_trail', 'hirdb_update_sql', 'linkexpress_extract']) }}
+{% endmacro %}
+
+
 {% macro cdc_feed_formats() %}
     {#-
         The feed formats the staging models stage, in the order int_changes_unioned unions
-        them: those cdc_feeds() configures, or all five when it configures none.
+        them: those cdc_feeds() configures, or all of cdc_format_names() when it configures none.
     -#}
-    {%- set all_formats = ['qlik_change_tables', 'qlik_kafka', 'goldengate_trail', 'hirdb_update_sql', 'linkexpress_extract'] -%}
+    {%- set all_formats = cdc_format_names() -%}
     {%- set configured = [] -%}
     {%- for spec in cdc_feeds().values() -%}
         {%- do configured.append(spec.get('format')) -%}

@@ -29,6 +29,7 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -445,7 +446,8 @@ def scaffold(config: ProjectConfig, log=print) -> int:
     seeds = config.project_dir / "seeds"
     columns_path, tables_path = seeds / "cdc_columns.csv", seeds / "cdc_tables.csv"
     rows = stager.metadata_rows(stager.committed_batches())
-    new_columns, new_tables, skipped = scaffold_rows(rows, set(config.catalog))
+    feed_formats = {name: feed.format for name, feed in config.feeds.items()}
+    new_columns, new_tables, skipped = scaffold_rows(rows, set(config.catalog), feed_formats)
     for line in skipped:
         log(f"  skipped {line}")
     seed_texts = {
@@ -466,13 +468,16 @@ def scaffold(config: ProjectConfig, log=print) -> int:
 
 
 def scaffold_rows(
-    rows: list[dict[str, Any]], known: set[tuple[str, str, str]]
+    rows: list[dict[str, Any]],
+    known: set[tuple[str, str, str]],
+    feed_formats: Mapping[str, str] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     """Turn ``raw_metadata`` rows into new catalog seed rows: ``(columns, tables, skipped)``.
 
     Tables already in the catalog (``known``: ``(feed, schema, table)``) are left as they are;
     the latest table version of each new one gives its columns, in ordinal order, with Spark
-    types from :func:`spark_type_for`. Names are kept as the feed spells them (quotes,
+    types from the ``spark_type_for`` of the feed's format (``feed_formats``: feed → format;
+    ``string`` for a feed not named there or a format without one). Names are kept as the feed spells them (quotes,
     newlines and braces included). A table with a name :func:`python_udfs.config.unsafe_name_reason`
     refuses (empty, a NUL character, too long) is skipped whole, before anything is appended,
     with one line in ``skipped`` naming it and why;
@@ -480,6 +485,13 @@ def scaffold_rows(
     (:func:`python_udfs.config.table_columns_problem`).
     """
     from python_udfs.config import table_columns_problem, unsafe_name_reason
+    from python_udfs.registry import FORMATS
+
+    def spark_type(feed: str, column: Mapping[str, Any]) -> str:
+        fmt = FORMATS.get((feed_formats or {}).get(feed, ""))
+        if fmt is None or fmt.spark_type_for is None:
+            return "string"
+        return fmt.spark_type_for(column["source_type"], column["precision"], column["scale"])
 
     latest: dict[tuple[str, str, str], dict[str, dict]] = {}
     for r in sorted(rows, key=lambda r: (r["table_version"] or 0, r["ingest_batch_id"])):
@@ -520,7 +532,7 @@ def scaffold_rows(
                     "nullable": str(bool(c["nullable"])).lower()
                     if c["nullable"] is not None
                     else "true",
-                    "spark_type": spark_type_for(c["source_type"], c["precision"], c["scale"]),
+                    "spark_type": spark_type(key[0], c),
                 }
             )
         new_tables.append(
@@ -710,61 +722,6 @@ def _write_typed_files(project_dir: Path, files: dict[str, str]) -> int:
         _replace_text(path, text)
         written += name.endswith(".sql")
     return written
-
-
-_SPARK_TYPES = {
-    "INT1": "tinyint",
-    "INT2": "smallint",
-    "INT4": "int",
-    "INT8": "bigint",
-    "UINT1": "smallint",
-    "UINT2": "int",
-    "UINT4": "bigint",
-    "UINT8": "decimal(20,0)",
-    "REAL4": "float",
-    "REAL8": "double",
-    "BOOLEAN": "boolean",
-    "DATE": "date",
-    "DATETIME": "timestamp",
-    "TIME": "string",
-    "BYTES": "binary",
-    "BLOB": "binary",
-}
-
-
-_GG_SPARK_TYPES = {
-    130: "smallint",
-    131: "int",
-    132: "int",
-    133: "bigint",
-    134: "bigint",
-    135: "decimal(20,0)",
-    140: "float",
-    141: "double",
-    142: "float",
-    143: "double",
-    192: "timestamp",
-    191: "timestamp",
-}
-
-
-def spark_type_for(source_type: str, precision: int | None, scale: int | None) -> str:
-    """Map a vendor type to the Spark SQL type of typed models (``string`` otherwise).
-
-    Qlik Replicate type names (``INT4``, ``NUMERIC``…) and GoldenGate type codes (``134``…;
-    integer codes with a scale become decimals) are known.
-    """
-    kind = (source_type or "").upper()
-    if kind.isdigit():
-        code = int(kind)
-        if 130 <= code <= 135 and scale:
-            return f"decimal({38 if code >= 134 else 18},{scale})"
-        if code in (150, 151, 152, 153, 154, 189):
-            return f"decimal(38,{scale or 0})"
-        return _GG_SPARK_TYPES.get(code, "string")
-    if kind in ("NUMERIC", "DECIMAL"):
-        return f"decimal({precision or 38},{scale or 0})"
-    return _SPARK_TYPES.get(kind, "string")
 
 
 def sql(config: ProjectConfig, query: str, as_json: bool) -> int:

@@ -29,15 +29,6 @@ import yaml
 
 from python_udfs.records import MetadataColumn
 
-#: Feed formats this version decodes (DESIGN.md §1).
-SUPPORTED_FORMATS = (
-    "qlik_change_tables",
-    "qlik_kafka",
-    "goldengate_trail",
-    "hirdb_update_sql",
-    "linkexpress_extract",
-)
-
 CDC_COLUMNS_HEADER = [
     "feed",
     "source_schema",
@@ -208,9 +199,9 @@ def load_project(
         if not isinstance(spec, Mapping):
             raise ConfigError(f"{where} must be a mapping with format, path and options.")
         fmt = spec.get("format")
-        if fmt not in SUPPORTED_FORMATS:
+        if fmt not in supported_formats():
             raise ConfigError(
-                f"{where}: unknown format {fmt!r}. Use one of: {', '.join(SUPPORTED_FORMATS)}."
+                f"{where}: unknown format {fmt!r}. Use one of: {', '.join(supported_formats())}."
             )
         rel = spec.get("path")
         if not rel:
@@ -248,45 +239,42 @@ def load_project(
     )
 
 
+def supported_formats() -> tuple[str, ...]:
+    """Return the ``format:`` values this version decodes (DESIGN.md §1), from the registry."""
+    from python_udfs.registry import FORMATS  # its format packages import ConfigError from here
+
+    return tuple(FORMATS)
+
+
 def option_choices(fmt: str) -> dict[str, tuple[Any, ...] | None]:
     """Return the options a feed of format ``fmt`` accepts: ``{name: allowed values}``.
 
-    ``None`` takes any value. The table is the decoder module's ``OPTION_CHOICES``, from the
-    format page's option table. Raises KeyError for a format not in :data:`SUPPORTED_FORMATS`.
+    ``None`` takes any value. The table is the format's ``OPTIONS`` (its ``decoder.py``), from
+    the format page's option table. Raises KeyError for a format not in
+    :func:`supported_formats`.
     """
-    from python_udfs import (
-        goldengate_trail,
-        hirdb_update_sql,
-        linkexpress_extract,
-        qlik_change_tables,
-        qlik_kafka,
-    )
+    from python_udfs.registry import FORMATS
 
-    modules = {
-        "qlik_change_tables": qlik_change_tables,
-        "qlik_kafka": qlik_kafka,
-        "goldengate_trail": goldengate_trail,
-        "hirdb_update_sql": hirdb_update_sql,
-        "linkexpress_extract": linkexpress_extract,
-    }
-    return modules[fmt].OPTION_CHOICES
+    return FORMATS[fmt].option_choices
 
 
 def _check_options(where: str, fmt: str, options: Mapping[str, Any]) -> None:
     """Fail fast on an option the format does not have, or a value it does not implement.
 
     A misspelled key would be ignored and a wrong value would make every record a reject.
+    The format's codec options are looked up as Python codecs, then its own
+    ``check_options`` runs (:class:`python_udfs.feed_format.FeedFormat`).
 
     Raises ConfigError naming the feed, the key, and the keys or values that are accepted.
     """
     import codecs
     import difflib
-    import zoneinfo
 
-    from python_udfs.hirdb_update_sql import ENCODING_ALIASES
+    from python_udfs.registry import FORMATS
 
-    choices = option_choices(fmt)
-    page = "formats/qlik_kafka_messages.md" if fmt == "qlik_kafka" else f"formats/{fmt}.md"
+    feed_format = FORMATS[fmt]
+    choices = feed_format.option_choices
+    page = feed_format.options_page
     for name, value in options.items():
         if name not in choices:
             close = difflib.get_close_matches(str(name), list(choices), n=1)
@@ -301,9 +289,9 @@ def _check_options(where: str, fmt: str, options: Mapping[str, Any]) -> None:
                 f"{where}.options.{name}: {value!r} is not one of "
                 f"{', '.join(str(a) for a in allowed)} ({page})."
             )
-    for name in ("encoding", "char_encoding", "nchar_encoding"):
+    for name in feed_format.codec_options:
         codec = options.get(name)
-        if codec is None or (name == "encoding" and fmt == "hirdb_update_sql"):
+        if codec is None:
             continue
         try:
             codecs.lookup(str(codec))
@@ -312,24 +300,7 @@ def _check_options(where: str, fmt: str, options: Mapping[str, Any]) -> None:
                 f"{where}.options.{name}: unknown codec {codec!r}. Use a Python codec name "
                 "such as utf-8, cp1252, euc_jp or cp932."
             ) from exc
-    if fmt == "hirdb_update_sql":
-        encoding = str(options.get("encoding", "auto"))
-        if encoding != "auto":
-            try:
-                codecs.lookup(ENCODING_ALIASES.get(encoding.lower(), encoding))
-            except LookupError as exc:
-                raise ConfigError(
-                    f"{where}.options.encoding: unknown codec {encoding!r}. Use auto, utf-8, "
-                    "euc_jp or cp932."
-                ) from exc
-        zone = str(options.get("source_time_zone", "UTC"))
-        try:
-            zoneinfo.ZoneInfo(zone)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
-            raise ConfigError(
-                f"{where}.options.source_time_zone: unknown time zone {zone!r}. Use an IANA "
-                "name such as Asia/Tokyo, or UTC."
-            ) from exc
+    feed_format.check_options(where, options)
 
 
 def _read_seed(path: Path, header: list[str]) -> list[dict[str, str]]:

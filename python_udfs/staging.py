@@ -6,8 +6,9 @@ One run of :func:`stage` is one *ingest batch* (id ``YYYYMMDDTHHMMSSffffff``, UT
    ``raw_ingested_files``: files already ingested (same size and modification time) are skipped
    without reading; new files are read from byte 0; files that grew are read from where the
    last run stopped, after checking that the SHA-256 of the ingested prefix is unchanged;
-2. for ``qlik_kafka`` feeds, a first Spark pass collects the batch's metadata (MD) messages,
-   so that data messages can be resolved whatever file order they arrive in;
+2. for formats with a metadata pass (``FeedFormat.scan_metadata``: Kafka MD messages), a first
+   Spark pass collects the batch's metadata, so that data messages can be resolved whatever
+   file order they arrive in;
 3. Spark reads the files (``binaryFile``) and runs the pure-Python decoders over them in
    parallel with ``mapInArrow``; the result is written once to a scratch folder;
 4. the rows are appended, as partition ``ingest_batch_id=<id>``, to the format's raw table,
@@ -34,137 +35,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from python_udfs import (
-    build_state,
-    goldengate_trail,
-    hirdb_update_sql,
-    linkexpress_extract,
-    qlik_change_tables,
-    qlik_kafka,
-)
+from python_udfs import build_state
 from python_udfs.config import ConfigError, ProjectConfig
+from python_udfs.feed_format import BOOL, I32, I64, PROVENANCE, STR, STR_LIST, TS, FeedFormat
 from python_udfs.records import DecodeResult, MetadataColumn, Reject
+from python_udfs.registry import FORMATS
 
-STR, I64, I32, BOOL = pa.string(), pa.int64(), pa.int32(), pa.bool_()
-TS = pa.timestamp("us", tz="UTC")
-STR_MAP = pa.map_(pa.string(), pa.string())
-STR_LIST = pa.list_(pa.string())
-
-#: Provenance columns every raw table starts with (``ingest_batch_id`` is the partition).
-PROVENANCE = [("feed", STR), ("source_file", STR), ("record_offset", I64), ("record_index", I64)]
-
+#: Every raw table's columns (without the ``ingest_batch_id`` partition): one per feed format
+#: (its ``spec.RAW_COLUMNS`` after the provenance columns), then the three every feed shares.
 RAW_TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
-    "raw_qlik_change_tables": PROVENANCE
-    + [
-        ("source_schema", STR),
-        ("source_table", STR),
-        ("table_version", I64),
-        ("file_kind", STR),
-        ("header__change_seq", STR),
-        ("header__change_oper", STR),
-        ("header__change_mask", STR),
-        ("header__stream_position", STR),
-        ("header__operation", STR),
-        ("header__transaction_id", STR),
-        ("header__timestamp", STR),
-        ("header__partition_name", STR),
-        ("column_names", STR_LIST),
-        ("header_column_count", I32),
-        ("data", STR_MAP),
-    ],
-    "raw_qlik_kafka": PROVENANCE
-    + [
-        ("value_format", STR),
-        ("message_type", STR),
-        ("message_schema_id", STR),
-        ("source_schema", STR),
-        ("source_table", STR),
-        ("table_version", I64),
-        ("operation", STR),
-        ("change_sequence", STR),
-        ("timestamp", STR),
-        ("stream_position", STR),
-        ("transaction_id", STR),
-        ("change_mask", STR),
-        ("column_mask", STR),
-        ("external_schema_id", STR),
-        ("transaction_event_counter", I64),
-        ("transaction_last_event", BOOL),
-        ("column_names", STR_LIST),
-        ("data", STR_MAP),
-        ("before_data", STR_MAP),
-    ],
-    "raw_goldengate_trail": PROVENANCE
-    + [
-        ("record_length", I64),
-        ("trail_seqno", I64),
-        ("hdr_ind", STR),
-        ("partition", I32),
-        ("undo_flag", I32),
-        ("before_after", STR),
-        ("rec_length", I32),
-        ("io_type", I32),
-        ("orig_node", I32),
-        ("io_time", STR),
-        ("audit_pos", STR),  # u64: text, so that no value overflows a bigint
-        ("audit_rba", I64),
-        ("trans_ind", I32),
-        ("format_type", STR),
-        ("syskey_len", I32),
-        ("incomplete", I32),
-        ("continued", I32),
-        ("rec_count", I32),
-        ("table_name", STR),
-        ("source_schema", STR),
-        ("source_table", STR),
-        ("tdr_index", I32),
-        ("token_row_id", STR),
-        ("token_log_csn", STR),
-        ("token_tran_id", STR),
-        ("transaction_id", STR),
-        ("log_csn", STR),
-        ("tokens", STR_MAP),
-        ("column_names", STR_LIST),
-        ("data", STR_MAP),
-        ("before_data", STR_MAP),
-    ],
-    "raw_hirdb_update_sql": PROVENANCE
-    + [
-        ("file_name", STR),
-        ("stream", STR),
-        ("line_length", I64),
-        ("encoding", STR),
-        ("update_time", STR),
-        ("update_time_utc", STR),
-        ("stamp_masked", BOOL),
-        ("statement_type", STR),
-        ("source_schema", STR),
-        ("source_table", STR),
-        ("event_code", I32),
-        ("column_names", STR_LIST),
-        ("data", STR_MAP),
-        ("where_data", STR_MAP),
-    ],
-    "raw_linkexpress_extract": PROVENANCE
-    + [
-        ("file_name", STR),
-        ("layout", STR),
-        ("logtype", STR),
-        ("byte_order", STR),
-        ("outcode", STR),
-        ("record_length", I64),
-        ("valid_column_count", I32),
-        ("extraction_id", I32),
-        ("operation_code", I32),
-        ("operation_name", STR),
-        ("source_schema", STR),
-        ("source_table", STR),
-        ("is_full_extract", BOOL),
-        ("transaction_id", STR),
-        ("is_transaction_end", BOOL),
-        ("column_names", STR_LIST),
-        ("data", STR_MAP),
-    ],
+    **{f.raw_table: [*PROVENANCE, *f.raw_columns] for f in FORMATS.values()},
     "raw_rejects": [
         ("feed", STR),
         ("source_file", STR),
@@ -214,13 +94,6 @@ RAW_TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
         ("message", STR),
         ("warnings", STR_LIST),
     ],
-}
-FORMAT_TABLES = {
-    qlik_change_tables.FORMAT: "raw_qlik_change_tables",
-    qlik_kafka.FORMAT: "raw_qlik_kafka",
-    goldengate_trail.FORMAT: "raw_goldengate_trail",
-    hirdb_update_sql.FORMAT: "raw_hirdb_update_sql",
-    linkexpress_extract.FORMAT: "raw_linkexpress_extract",
 }
 for _columns in RAW_TABLES.values():
     _columns.append(("ingested_at", TS))  # set by the staging job when it appends the batch
@@ -280,18 +153,6 @@ RESTAGED = "restaged"
 NOT_RESTAGED_REASONS = ("prefix_changed",)
 
 
-#: Formats whose change positions are file names and offsets, so the same bytes under another
-#: name would be applied again at a new position: a new file that repeats a file applied
-#: before is a re-delivery, recognised by content (DESIGN.md §6.5). A HiRDB statement carries
-#: its update time; a Linkexpress differential file its operations in extraction order. Qlik
-#: rows carry their change sequence and GoldenGate records their trail position, so those
-#: formats recognise a repeat by position instead. One exception: a Linkexpress file holding
-#: only empty full extracts (``FFFF``, a truncate) carries nothing that tells two truncates of
-#: a table apart, so it is always applied (applying a truncate again where no change came in
-#: between changes nothing; skipping a real one would keep deleted rows).
-DEDUPLICATED_BY_CONTENT = (hirdb_update_sql.FORMAT, linkexpress_extract.FORMAT)
-
-
 @dataclass(slots=True)
 class StageSummary:
     """What one staging run did, per feed: files, rows, rejects and refused files."""
@@ -317,80 +178,18 @@ def new_batch_id(now: dt.datetime | None = None) -> str:
 def list_landing_files(feed_path: Path, fmt: str | None = None) -> Iterator[Path]:
     """Yield data files under a feed folder in name order (no sidecars, hidden or temp files).
 
-    For ``goldengate_trail`` only trail files (``<2 chars><6 or 9 digits>``) are data files,
-    so a sourcedefs file or a ``dirdef`` folder beside the trails is not ingested; for
-    ``hirdb_update_sql`` only ``SQLTXT_*`` files are.
+    With ``fmt``, only the files its :attr:`FeedFormat.is_data_file` accepts (a GoldenGate
+    feed's trails, not its sourcedefs file or ``dirdef`` folder; a HiRDB feed's ``SQLTXT_*``).
     """
+    is_data_file = FORMATS[fmt].is_data_file if fmt else None
     for root, dirs, files in os.walk(feed_path):
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
         for name in sorted(files):
             if name.startswith((".", "_")) or name.endswith((".dfm", ".avsc", ".tmp", ".crc")):
                 continue
-            if fmt == goldengate_trail.FORMAT and not goldengate_trail.TRAIL_NAME_RE.match(name):
-                continue
-            if fmt == hirdb_update_sql.FORMAT and not hirdb_update_sql.FILE_NAME_RE.match(name):
+            if is_data_file is not None and not is_data_file(name):
                 continue
             yield Path(root) / name
-
-
-def superseded_sqltxt(paths: list[Path]) -> set[Path]:
-    """Return the HiRDB update-SQL files that a later file of the same stream follows.
-
-    A loader that lands each output under a new name (``SQLTXT_SV1_DST1.<time>``) appends to
-    the older file no more, so its last line is complete even without a newline.
-    """
-    latest: dict[tuple[Path, str], str] = {}
-    for path in paths:
-        key = (path.parent, hirdb_update_sql.stream_of(path.name))
-        latest[key] = max(latest.get(key, ""), path.name)
-    return {p for p in paths if p.name < latest[(p.parent, hirdb_update_sql.stream_of(p.name))]}
-
-
-def superseded_dumps(paths: list[Path]) -> set[Path]:
-    """Return the Kafka dumps that a later dump of the same topic partition follows.
-
-    A dump named ``<topic>-<partition>-<offset>`` holds the messages from that offset on; once
-    a dump with a higher first offset of the same partition exists, the consumer writes the
-    older one no more: it is complete, its undecodable tail is a reject (a broken frame, random
-    bytes) and a last line without a newline is a message (issue 14).
-    """
-    latest: dict[tuple[Path, str, int], int] = {}
-    streams = {p: qlik_kafka.stream_of(p.name) for p in paths}
-    for path, stream in streams.items():
-        if stream is not None:
-            key = (path.parent, stream[0], stream[1])
-            latest[key] = max(latest.get(key, -1), stream[2])
-    return {
-        p
-        for p, stream in streams.items()
-        if stream is not None and stream[2] < latest[(p.parent, stream[0], stream[1])]
-    }
-
-
-def rolled_over_trails(paths: list[Path]) -> set[Path]:
-    """Return the trail files that a later sequence number of the same trail follows.
-
-    The writer appends to a trail only until it rolls over, so these files are complete.
-    """
-    latest: dict[tuple[Path, str], int] = {}
-    for path in paths:
-        seqno = goldengate_trail.seqno_from_name(path.name)
-        if seqno is not None:
-            key = (path.parent, path.name[:2])
-            latest[key] = max(latest.get(key, -1), seqno)
-    return {
-        p
-        for p in paths
-        if (s := goldengate_trail.seqno_from_name(p.name)) is not None
-        and s < latest[(p.parent, p.name[:2])]
-    }
-
-
-def sidecar_for(path: Path) -> str | None:
-    """Return the ``.dfm`` text beside a Qlik data file (``X.csv``/``X.csv.gz`` → ``X.dfm``)."""
-    stem = path.name.split(".", 1)[0]
-    dfm = path.with_name(stem + ".dfm")
-    return dfm.read_text(encoding="utf-8") if dfm.is_file() else None
 
 
 def decode_candidate(
@@ -406,68 +205,25 @@ def decode_candidate(
 ) -> DecodeResult:
     """Run the decoder of ``fmt`` over one file's bytes (pure; used inside the Spark tasks).
 
-    ``context`` holds the feed's ``options``, ``catalog`` and, for Kafka, ``kafka_catalog`` and
-    ``registry_schemas``. Change-table files are whole files (``start`` is 0). ``is_final``
-    says no more bytes will be appended (a trail that rolled over to the next sequence
-    number, an update-SQL file or a Kafka dump followed by a later one of its stream), so an
-    incomplete last record is a reject instead of pending. ``columnar`` lets a decoder that can
-    return its rows as an Arrow table (``DecodeResult.table``) do so.
+    ``context`` holds the feed's ``options``, ``catalog`` and what the format's
+    :attr:`FeedFormat.decoder_context` added (:meth:`Stager.contexts`). Whole-file formats
+    ignore ``start``. ``is_final`` says no more bytes will be appended (a trail that rolled
+    over to the next sequence number, an update-SQL file or a Kafka dump followed by a later
+    one of its stream), so an incomplete last record is a reject instead of pending.
+    ``columnar`` lets a decoder that can return its rows as an Arrow table
+    (``DecodeResult.table``) do so. Raises KeyError for a format not in the registry (the
+    configuration check refuses it first).
     """
-    if fmt == qlik_change_tables.FORMAT:
-        return qlik_change_tables.decode_change_table_file(
-            content,
-            file_name=source_file,
-            sidecar=sidecar,
-            catalog=context["catalog"],
-            options=context["options"],
-            columnar=columnar,
-        )
-    if fmt == qlik_kafka.FORMAT:
-        catalog = qlik_kafka.KafkaCatalog()
-        catalog.by_schema_id.update(context["kafka_catalog"].by_schema_id)
-        catalog.by_table.update(context["kafka_catalog"].by_table)
-        return qlik_kafka.decode_dump_file(
-            content,
-            file_name=source_file,
-            catalog=catalog,
-            registry_schemas=context.get("registry_schemas"),
-            options=context["options"],
-            start=start,
-            start_index=start_index,
-            final=is_final,
-        )
-    if fmt == goldengate_trail.FORMAT:
-        return goldengate_trail.decode_trail_file(
-            content,
-            file_name=source_file,
-            definitions=context.get("definitions"),
-            options=context["options"],
-            start=start,
-            start_index=start_index,
-            final=is_final,
-        )
-    if fmt == hirdb_update_sql.FORMAT:
-        return hirdb_update_sql.decode_update_sql_file(
-            content,
-            file_name=source_file,
-            catalog=context["catalog"],
-            options=context["options"],
-            start=start,
-            start_index=start_index,
-            final=is_final,
-        )
-    if fmt == linkexpress_extract.FORMAT:
-        return linkexpress_extract.decode_extract_file(
-            content,
-            file_name=source_file,
-            catalog=context["catalog"],
-            extraction_ids=context["extraction_ids"],
-            file_table=linkexpress_extract.file_table_for(
-                source_file, context["options"], list(context["catalog"])
-            ),
-            options=context["options"],
-        )
-    raise ValueError(f"no decoder for format {fmt!r}")  # pragma: no cover - config validates
+    return FORMATS[fmt].decode(
+        content,
+        source_file=source_file,
+        start=start,
+        start_index=start_index,
+        sidecar=sidecar,
+        context=context,
+        final=is_final,
+        columnar=columnar,
+    )
 
 
 def _map(value: Mapping[str, Any] | None):
@@ -601,7 +357,7 @@ def file_outputs(
         result.rejects.append(Reject.of(content, start, size, 0, "decoder_error", repr(exc)))
     if ranges:
         result = _within(result, ranges)
-    table = FORMAT_TABLES[candidate["format"]]
+    table = FORMATS[candidate["format"]].raw_table
     for row in result.rows:
         row = dict(row, feed=feed, source_file=source_file)
         for key in ("data", "before_data", "tokens"):
@@ -720,14 +476,18 @@ def _kind_batches(kind: str, table: pa.Table, schema: pa.Schema, size: int = 50_
 
 
 def make_metadata_udf() -> Callable:
-    """Return the ``mapInArrow`` function of the Kafka metadata pass (MD columns only)."""
+    """Return the ``mapInArrow`` function of the metadata pass.
+
+    Candidate rows with ``content`` → ``raw_metadata`` rows of the columns each format's
+    :attr:`FeedFormat.scan_metadata` finds (Kafka MD messages).
+    """
     schema = pa.schema(RAW_TABLES["raw_metadata"])
 
     def scan_batches(batches):
         for batch in batches:
             for record in batch.to_pylist():
-                columns = qlik_kafka.scan_metadata(
-                    record["content"], file_name=record["source_file"], start=record["start"]
+                columns = FORMATS[record["format"]].scan_metadata(
+                    record["content"], record["source_file"], record["start"]
                 )
                 rows = [
                     dict(asdict(c), feed=record["feed"], source_file=record["source_file"])
@@ -758,7 +518,7 @@ class Stager:
         self.config = config
         self.log = log
         self.detail = log if detail is None else detail
-        self._lx_contexts: dict[str, dict[str, Any]] | None = None
+        self._contexts: dict[str, dict[str, Any]] | None = None
         self.raw_root = config.lake_root / "raw"
 
     # -- reading what is there ------------------------------------------------------------
@@ -825,11 +585,16 @@ class Stager:
         return [r.asDict() for r in df.collect()]
 
     def known_metadata(self, batches: set[str]) -> list[tuple[MetadataColumn, str]]:
-        """Return ``(column, feed)`` for the MD columns of committed batches (Kafka resolution)."""
+        """Return ``(column, feed)`` for the columns a metadata pass found in committed batches.
+
+        These are the rows of each format's :attr:`FeedFormat.scanned_metadata_source` (Kafka
+        MD messages), which data records of later batches refer to.
+        """
+        sources = {f.scanned_metadata_source for f in FORMATS.values() if f.scan_metadata}
         return [
             (_metadata_from_row(r), r["feed"])
             for r in self.metadata_rows(batches)
-            if r["metadata_source"] == "kafka_md"
+            if r["metadata_source"] in sources
         ]
 
     # -- planning -------------------------------------------------------------------------
@@ -840,26 +605,17 @@ class Stager:
         candidates: list[Candidate] = []
         for feed in self.config.feeds.values():
             new = grown = 0
+            fmt = FORMATS[feed.format]
             paths = list(list_landing_files(feed.path, feed.format))
-            rolled_over = (
-                rolled_over_trails(paths)
-                if feed.format == goldengate_trail.FORMAT
-                else superseded_sqltxt(paths)
-                if feed.format == hirdb_update_sql.FORMAT
-                else superseded_dumps(paths)
-                if feed.format == qlik_kafka.FORMAT
-                else set()
-            )
+            rolled_over = fmt.complete_files(paths)
             duplicates = (
-                self.redeliveries(feed.name, paths, manifest)
-                if feed.format in DEDUPLICATED_BY_CONTENT
-                else {}
+                self.redeliveries(feed.name, paths, manifest) if fmt.deduplicated_by_content else {}
             )
-            if feed.format == linkexpress_extract.FORMAT and duplicates:
+            if duplicates:
                 duplicates = {
                     path: first
                     for path, first in duplicates.items()
-                    if not self._truncates_only(feed.name, path)
+                    if not self._applied_when_repeated(feed.name, fmt, path)
                 }
             for path in paths:
                 summary.files_seen += 1
@@ -885,7 +641,7 @@ class Stager:
                     grown += 1
                 else:
                     new += 1
-                sidecar = sidecar_for(path) if feed.format == qlik_change_tables.FORMAT else None
+                sidecar = fmt.sidecar(path)
                 candidates.append(
                     Candidate(
                         feed.name,
@@ -934,82 +690,54 @@ class Stager:
                 known[digest] = self._relative(path)
         return out
 
-    def _truncates_only(self, feed: str, path: Path) -> bool:
-        """Tell whether a Linkexpress file decodes to empty full extracts (truncates) only."""
-        if self._lx_contexts is None:  # built once: it reads every feed's catalog
-            self._lx_contexts = self.contexts([])
-        context = self._lx_contexts[feed]
+    def _applied_when_repeated(self, feed: str, fmt: FeedFormat, path: Path) -> bool:
+        """Tell whether a re-delivered file is applied all the same.
+
+        :attr:`FeedFormat.applied_when_repeated` of its decoded records (a Linkexpress file of
+        truncates only).
+        """
+        if fmt.applied_when_repeated is None:
+            return False
+        if self._contexts is None:  # built once: it reads every feed's catalog
+            self._contexts = self.contexts([])
         result = decode_candidate(
-            linkexpress_extract.FORMAT,
+            fmt.name,
             path.read_bytes(),
             self._relative(path),
             0,
             0,
-            None,
-            context,
+            fmt.sidecar(path),
+            self._contexts[feed],
             True,
         )
-        return bool(result.rows) and all(
-            r["operation_code"] == linkexpress_extract.OP_EMPTY for r in result.rows
-        )
+        return fmt.applied_when_repeated(result)
 
     def _relative(self, path: Path) -> str:
         return path.relative_to(self.config.landing_root).as_posix()
 
     def contexts(
-        self, kafka_metadata: list[tuple[MetadataColumn, str]]
+        self, scanned_metadata: list[tuple[MetadataColumn, str]]
     ) -> dict[str, dict[str, Any]]:
-        """Build each feed's decoder context: options, seed catalog, Kafka catalog, schemas."""
+        """Build each feed's decoder context.
+
+        ``options``, ``catalog`` (the feed's seed rows) and what its format's
+        :attr:`FeedFormat.decoder_context` adds from the configuration and
+        ``scanned_metadata`` (``(column, feed)`` of a metadata pass).
+
+        Raises :class:`ConfigError` for a file a feed's options name that does not read.
+        """
         out: dict[str, dict[str, Any]] = {}
         by_feed: dict[str, list[MetadataColumn]] = {}
-        for col, feed in kafka_metadata:
+        for col, feed in scanned_metadata:
             by_feed.setdefault(feed, []).append(col)
         for feed in self.config.feeds.values():
             catalog = self.config.feed_catalog(feed.name)
             context: dict[str, Any] = {"options": dict(feed.options), "catalog": catalog}
-            if feed.format == goldengate_trail.FORMAT:
-                # metadata_source auto: the trail's TDRs win (in the decoder), then the
-                # sourcedefs file, then the catalog seed's rows
-                context["definitions"] = goldengate_trail.tables_from_catalog(
-                    catalog,
-                    {
-                        (schema, table): types
-                        for (f, schema, table), types in self.config.spark_types.items()
-                        if f == feed.name
-                    },
+            context.update(
+                FORMATS[feed.format].decoder_context(
+                    feed, self.config, catalog, by_feed.get(feed.name, [])
                 )
-            if feed.format == goldengate_trail.FORMAT and feed.options.get("definitions"):
-                path = self.config.landing_root / str(feed.options["definitions"])
-                try:
-                    sourcedefs, _charset = goldengate_trail.parse_sourcedefs(
-                        path.read_text(encoding="utf-8")
-                    )
-                    context["definitions"].update(sourcedefs)
-                except (OSError, ValueError) as exc:
-                    raise ConfigError(
-                        f"{path}: sourcedefs file of feed {feed.name} does not read: {exc}. "
-                        "Regenerate it with defgen or fix vars.cdc_feeds.<feed>.options.definitions."
-                    ) from exc
-            if feed.format == linkexpress_extract.FORMAT:
-                ids: dict[int, tuple[str, str]] = {}
-                for key, table in (feed.options.get("extraction_ids") or {}).items():
-                    schema, _, name = str(table).rpartition(".")
-                    ids[int(key)] = (schema, name)
-                for (f, ident), table in self.config.table_identifiers.items():
-                    if f == feed.name and ident.strip().isdigit():
-                        ids.setdefault(int(ident), table)
-                context["extraction_ids"] = ids
-            if feed.format == qlik_kafka.FORMAT:
-                kafka_catalog = qlik_kafka.KafkaCatalog()
-                kafka_catalog.add_columns([c for cols in catalog.values() for c in cols])
-                kafka_catalog.add_columns(by_feed.get(feed.name, []))
-                context["kafka_catalog"] = kafka_catalog
-                context["registry_schemas"] = _registry_schemas(feed.path, feed.options)
-                topic_tables = dict(feed.options.get("topic_tables") or {})
-                for (f, ident), (schema, table) in self.config.table_identifiers.items():
-                    if f == feed.name:
-                        topic_tables.setdefault(ident, f"{schema}.{table}")
-                context["options"]["topic_tables"] = topic_tables
+            )
             out[feed.name] = context
         return out
 
@@ -1124,7 +852,7 @@ class Stager:
                     0,
                     0,
                     None,
-                    sidecar_for(path) if spec.format == qlik_change_tables.FORMAT else None,
+                    FORMATS[spec.format].sidecar(path),
                     last["status"] == "ingested",
                     end=last["byte_end"],
                     ranges=tuple(ranges),
@@ -1186,18 +914,19 @@ class Stager:
             .drop("path")
             .repartition(parallelism, "source_file")
         )
-        kafka_metadata: list[tuple[MetadataColumn, str]] = []
-        if any(c.format == qlik_kafka.FORMAT for c in candidates):
+        scanned_metadata: list[tuple[MetadataColumn, str]] = []
+        scanned = sorted({c.format for c in candidates if FORMATS[c.format].scan_metadata})
+        if scanned:
             known = self.known_metadata(committed)
             meta_rows = (
-                joined.where(F.col("format") == qlik_kafka.FORMAT)
+                joined.where(F.col("format").isin(scanned))
                 .mapInArrow(
                     make_metadata_udf(), from_arrow_schema(pa.schema(RAW_TABLES["raw_metadata"]))
                 )
                 .collect()
             )
-            kafka_metadata = known + [(_metadata_from_row(r.asDict()), r.feed) for r in meta_rows]
-        contexts = self.contexts(kafka_metadata)
+            scanned_metadata = known + [(_metadata_from_row(r.asDict()), r.feed) for r in meta_rows]
+        contexts = self.contexts(scanned_metadata)
         scratch = self.config.lake_root / "_scratch" / batch_id
         decoded = joined.mapInArrow(make_decode_udf(contexts), from_arrow_schema(decoded_schema()))
         self.log(f"  decoding {len(candidates)} file(s) on {parallelism} task(s)")
@@ -1268,14 +997,3 @@ class Stager:
 def _metadata_from_row(row: Mapping[str, Any]) -> MetadataColumn:
     fields = MetadataColumn.__slots__
     return MetadataColumn(**{k: row.get(k) for k in fields})
-
-
-def _registry_schemas(feed_path: Path, options: Mapping[str, Any]) -> dict[int, str]:
-    """Read ``<schema_dir>/<id>.avsc`` files (Confluent schema ids) named by the feed option."""
-    folder = options.get("schema_dir")
-    if not folder:
-        return {}
-    path = (feed_path / folder).resolve()
-    return {
-        int(p.stem): p.read_text(encoding="utf-8") for p in path.glob("*.avsc") if p.stem.isdigit()
-    }

@@ -22,7 +22,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from python_udfs.goldengate_trail import JULIAN_UNIX_OFFSET_US
+from python_udfs.goldengate_trail.decoder import JULIAN_UNIX_OFFSET_US
 
 _EPOCH = dt.datetime(1970, 1, 1)
 #: GoldenGate type, scale source, msdt, lsdt and sub type of each simulator (Qlik) type.

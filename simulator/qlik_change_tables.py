@@ -14,7 +14,7 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
-from python_udfs.qlik_change_tables import DEFAULT_HEADER_FIELDS
+from python_udfs.qlik_change_tables.decoder import DEFAULT_HEADER_FIELDS
 from simulator.database import SimChange, SimColumn, SimTable, Simulation
 
 HEADERS = DEFAULT_HEADER_FIELDS

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import fastavro
 
-from python_udfs.qlik_kafka import ENVELOPE_SCHEMA, METADATA_SCHEMA
+from python_udfs.qlik_kafka.decoder import ENVELOPE_SCHEMA, METADATA_SCHEMA
 from simulator.database import SimChange, SimColumn, SimTable, Simulation
 
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from python_udfs.goldengate_trail import (
+from python_udfs.goldengate_trail.decoder import (
     GGColumn,
     column_value,
     decode_trail_file,
@@ -254,7 +254,7 @@ def test_fuzzed_trails_never_raise_and_rejects_cover_the_damage(tc, tr, data):
 def _catalog_of(definitions):
     """The catalog seed rows `cdc scaffold` writes for these definitions, read back as
     `config` reads them: ``(catalog, spark_types)`` keyed by ``(schema, table)``."""
-    from python_udfs.cli import spark_type_for
+    from python_udfs.goldengate_trail.spec import spark_type_for
 
     catalog, spark_types = {}, {}
     for table in definitions.values():
@@ -275,7 +275,7 @@ def test_a_trail_without_tdrs_or_sourcedefs_decodes_from_the_catalog_seed(tc, tm
     scales stand in for the sourcedefs file: the real 11.x trail and a little-endian simulated
     trail (no TDRs) decode to the same rows as with their sourcedefs files."""
     from python_udfs.config import FeedConfig, load_catalog
-    from python_udfs.goldengate_trail import tables_from_catalog
+    from python_udfs.goldengate_trail.decoder import tables_from_catalog
     from simulator.database import catalog_rows, simulate
     from simulator.feeds import write_feed
     from tests.spark_project import write_seeds

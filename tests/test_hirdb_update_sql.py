@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from python_udfs.hirdb_update_sql import (
+from python_udfs.hirdb_update_sql.decoder import (
     HiRDBError,
     Literal,
     decode_update_sql_file,

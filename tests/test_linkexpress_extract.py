@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from python_udfs.linkexpress_extract import decode_extract_file, file_table_for
+from python_udfs.linkexpress_extract.decoder import decode_extract_file, file_table_for
 from python_udfs.records import MetadataColumn
 from simulator.database import JP_TABLES, seed_catalog, simulate, tables_for
 from simulator.linkexpress_extract import lx_record, write_extracts
@@ -432,7 +432,7 @@ def test_outcode_auto_tells_euc_nchar_from_utf16_and_sjis_needs_the_option():
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_numpy_reader_of_fixed_length_files_agrees_with_the_record_reader(data):
-    from python_udfs.linkexpress_extract import (
+    from python_udfs.linkexpress_extract.decoder import (
         Layout,
         _File,
         _Framing,

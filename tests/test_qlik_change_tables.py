@@ -1,5 +1,5 @@
 from python_udfs.canonical import mask_set_bits
-from python_udfs.qlik_change_tables import (
+from python_udfs.qlik_change_tables.decoder import (
     DEFAULT_HEADER_FIELDS,
     decode_change_table_file,
     table_from_path,

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from python_udfs.qlik_change_tables import decode_change_table_file
+from python_udfs.qlik_change_tables.decoder import decode_change_table_file
 from python_udfs.records import MetadataColumn
 from simulator.database import simulate
 from simulator.feeds import write_feed

@@ -4,7 +4,7 @@ import struct
 import fastavro
 import pytest
 
-from python_udfs.qlik_kafka import KafkaCatalog, decode_dump_file, scan_metadata
+from python_udfs.qlik_kafka.decoder import KafkaCatalog, decode_dump_file, scan_metadata
 from python_udfs.records import MetadataColumn
 from simulator.qlik_kafka import fastavro_bytes
 
@@ -245,7 +245,9 @@ def test_avro_value_that_does_not_match_its_schema(samples):
     catalog.add_columns(scan_metadata(_md_line(samples) + b"\n", file_name="x.jsonl"))
     bad = fastavro_bytes(fastavro.parse_schema({"type": "string"}), "not a record")
     env = fastavro_bytes(
-        fastavro.parse_schema(__import__("python_udfs.qlik_kafka", fromlist=["x"]).ENVELOPE_SCHEMA),
+        fastavro.parse_schema(
+            __import__("python_udfs.qlik_kafka.decoder", fromlist=["x"]).ENVELOPE_SCHEMA
+        ),
         {
             "magic": b"atMSG",
             "type": "DT",
@@ -256,7 +258,9 @@ def test_avro_value_that_does_not_match_its_schema(samples):
         },
     )
     good = fastavro_bytes(
-        fastavro.parse_schema(__import__("python_udfs.qlik_kafka", fromlist=["x"]).ENVELOPE_SCHEMA),
+        fastavro.parse_schema(
+            __import__("python_udfs.qlik_kafka.decoder", fromlist=["x"]).ENVELOPE_SCHEMA
+        ),
         {
             "magic": b"atMSG",
             "type": "DT",
@@ -385,7 +389,7 @@ def test_a_dump_is_final_once_a_later_dump_of_its_partition_exists(tmp_path):
     partition makes a dump final: a broken frame is one reject and the frames after it are read
     again where they chain to the end of the file; a broken tail is one reject; its last line
     is a message."""
-    from python_udfs.staging import superseded_dumps
+    from python_udfs.qlik_kafka.spec import superseded_dumps
 
     names = [
         "t-0-00000000000000000000.lpv",

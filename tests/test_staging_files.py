@@ -194,7 +194,7 @@ def test_a_linkexpress_file_delivered_again_is_a_duplicate_but_a_repeated_trunca
     """issue 14: a Linkexpress differential file landing again under a later name was applied
     again at the later position. It is now a duplicate of the first; a file of empty full
     extracts (a truncate) repeated is two truncates and both apply (staging.py,
-    DEDUPLICATED_BY_CONTENT)."""
+    FeedFormat.deduplicated_by_content)."""
     from python_udfs.config import load_project
     from python_udfs.staging import Stager, StageSummary
     from simulator.feeds import write_feed

@@ -34,13 +34,13 @@ from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
 from python_udfs.config import load_project
+from python_udfs.registry import FORMATS
 from python_udfs.staging import (
     Stager,
     _metadata_from_row,
     list_landing_files,
     make_decode_udf,
     make_metadata_udf,
-    sidecar_for,
 )
 from simulator.database import simulate
 from simulator.feeds import write_feed
@@ -120,7 +120,7 @@ def stage_file(corpus: Corpus, feed: str, path: Path, content: bytes, final: boo
         "start": 0,
         "start_index": 0,
         "expected_prefix_sha256": None,
-        "sidecar": sidecar_for(path),
+        "sidecar": FORMATS[fmt].sidecar(path),
         "is_final": final,
         "duplicate_of": None,
         "end": None,
