@@ -196,6 +196,7 @@ def test_a_linkexpress_file_delivered_again_is_a_duplicate_but_a_repeated_trunca
     extracts (a truncate) repeated is two truncates and both apply (staging.py,
     FeedFormat.deduplicated_by_content)."""
     from python_udfs.config import load_project
+    from python_udfs.registry import FORMATS
     from python_udfs.staging import Stager, StageSummary
     from simulator.feeds import write_feed
     from tests.spark_project import REPO
@@ -210,7 +211,8 @@ def test_a_linkexpress_file_delivered_again_is_a_duplicate_but_a_repeated_trunca
     stager = Stager(None, config, lambda *_: None)
     files = sorted((landing / "linkexpress_demo").rglob("*.dat"))
     differential = next(p for p in files if p.name.endswith("_D.dat"))
-    truncates = [p for p in files if stager._truncates_only("linkexpress_demo", p)]
+    spec = FORMATS[feed.format]
+    truncates = [p for p in files if stager._applied_when_repeated("linkexpress_demo", spec, p)]
     assert truncates and differential not in truncates
     again = differential.with_name("LX999998_D.dat")
     again.write_bytes(differential.read_bytes())
