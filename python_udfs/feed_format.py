@@ -33,9 +33,36 @@ PROVENANCE: tuple[tuple[str, pa.DataType], ...] = (
     ("record_index", I64),
 )
 
-#: ``decode(content, *, source_file, start, start_index, sidecar, context, final, columnar)``:
-#: one file's bytes from byte ``start`` → :class:`~python_udfs.records.DecodeResult`.
-Decode = Callable[..., DecodeResult]
+
+@dataclass(frozen=True, slots=True)
+class FileToDecode:
+    """What a format's ``decode`` gets besides the file's bytes.
+
+    Attributes:
+        source_file: the file's path relative to the landing root (records carry it).
+        context: the feed's decoder context: ``options``, ``catalog`` (the feed's catalog seed
+            columns by ``(schema, table)``) and what :attr:`FeedFormat.decoder_context` added.
+        start: byte offset to decode from (where the last run stopped in a file that grew);
+            formats that decode whole files ignore it.
+        start_index: the record index the last run ended at (``record_index`` goes on from it).
+        sidecar: the text :attr:`FeedFormat.sidecar` read beside the file, or None.
+        final: no byte will be appended to the file, so an incomplete last record is a reject
+            instead of being left for the next run.
+        columnar: the decoder may return its rows as an Arrow table (``DecodeResult.table``).
+    """
+
+    source_file: str
+    context: Mapping[str, Any]
+    start: int = 0
+    start_index: int = 0
+    sidecar: str | None = None
+    final: bool = False
+    columnar: bool = False
+
+
+#: ``decode(content, file)``: one file's bytes → :class:`~python_udfs.records.DecodeResult`
+#: (pure: no I/O, no Spark; it runs inside the staging job's Spark tasks).
+Decode = Callable[[bytes, FileToDecode], DecodeResult]
 
 
 def _every_file(name: str) -> bool:

@@ -37,7 +37,17 @@ import pyarrow.compute as pc
 
 from python_udfs import build_state
 from python_udfs.config import ConfigError, ProjectConfig
-from python_udfs.feed_format import BOOL, I32, I64, PROVENANCE, STR, STR_LIST, TS, FeedFormat
+from python_udfs.feed_format import (
+    BOOL,
+    I32,
+    I64,
+    PROVENANCE,
+    STR,
+    STR_LIST,
+    TS,
+    FeedFormat,
+    FileToDecode,
+)
 from python_udfs.records import DecodeResult, MetadataColumn, Reject
 from python_udfs.registry import FORMATS
 
@@ -216,13 +226,7 @@ def decode_candidate(
     """
     return FORMATS[fmt].decode(
         content,
-        source_file=source_file,
-        start=start,
-        start_index=start_index,
-        sidecar=sidecar,
-        context=context,
-        final=is_final,
-        columnar=columnar,
+        FileToDecode(source_file, context, start, start_index, sidecar, is_final, columnar),
     )
 
 

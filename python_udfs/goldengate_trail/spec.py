@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from python_udfs.config import ConfigError
-from python_udfs.feed_format import I32, I64, STR, STR_LIST, STR_MAP, FeedFormat
+from python_udfs.feed_format import I32, I64, STR, STR_LIST, STR_MAP, FeedFormat, FileToDecode
 from python_udfs.goldengate_trail import decoder
+from python_udfs.records import DecodeResult
 
 #: Columns of ``raw_goldengate_trail`` after the provenance columns: the record header's
 #: fields (``IOType`` as ``io_type``, ``TransInd`` as ``trans_ind``…), the trail position, the
@@ -138,26 +139,16 @@ def decoder_context(feed, config, catalog, scanned) -> dict[str, Any]:
     return {"definitions": definitions}
 
 
-def decode(
-    content: bytes,
-    *,
-    source_file: str,
-    start: int,
-    start_index: int,
-    sidecar: str | None,
-    context: dict[str, Any],
-    final: bool,
-    columnar: bool,
-):
+def decode(content: bytes, file: FileToDecode) -> DecodeResult:
     """Decode one trail from byte ``start`` with the feed's table definitions."""
     return decoder.decode_trail_file(
         content,
-        file_name=source_file,
-        definitions=context.get("definitions"),
-        options=context["options"],
-        start=start,
-        start_index=start_index,
-        final=final,
+        file_name=file.source_file,
+        definitions=file.context.get("definitions"),
+        options=file.context["options"],
+        start=file.start,
+        start_index=file.start_index,
+        final=file.final,
     )
 
 

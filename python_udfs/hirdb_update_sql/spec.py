@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from python_udfs.config import ConfigError
-from python_udfs.feed_format import BOOL, I32, I64, STR, STR_LIST, STR_MAP, FeedFormat
+from python_udfs.feed_format import BOOL, I32, I64, STR, STR_LIST, STR_MAP, FeedFormat, FileToDecode
 from python_udfs.hirdb_update_sql import decoder
+from python_udfs.records import DecodeResult
 
 #: Columns of ``raw_hirdb_update_sql`` after the provenance columns: the line's stamp (as
 #: written and in UTC), the statement's type, table and event code, and the SET / VALUES and
@@ -82,26 +83,16 @@ def check_options(where: str, options: Mapping[str, Any]) -> None:
         ) from exc
 
 
-def decode(
-    content: bytes,
-    *,
-    source_file: str,
-    start: int,
-    start_index: int,
-    sidecar: str | None,
-    context: dict[str, Any],
-    final: bool,
-    columnar: bool,
-):
+def decode(content: bytes, file: FileToDecode) -> DecodeResult:
     """Decode one update-SQL file from byte ``start`` (types from the catalog seed)."""
     return decoder.decode_update_sql_file(
         content,
-        file_name=source_file,
-        catalog=context["catalog"],
-        options=context["options"],
-        start=start,
-        start_index=start_index,
-        final=final,
+        file_name=file.source_file,
+        catalog=file.context["catalog"],
+        options=file.context["options"],
+        start=file.start,
+        start_index=file.start_index,
+        final=file.final,
     )
 
 

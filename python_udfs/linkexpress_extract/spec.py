@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from python_udfs.feed_format import BOOL, I32, I64, STR, STR_LIST, STR_MAP, FeedFormat
+from python_udfs.feed_format import BOOL, I32, I64, STR, STR_LIST, STR_MAP, FeedFormat, FileToDecode
 from python_udfs.linkexpress_extract import decoder
 from python_udfs.records import DecodeResult
 
@@ -64,27 +64,17 @@ def truncates_only(result: DecodeResult) -> bool:
     return bool(result.rows) and all(r["operation_code"] == decoder.OP_EMPTY for r in result.rows)
 
 
-def decode(
-    content: bytes,
-    *,
-    source_file: str,
-    start: int,
-    start_index: int,
-    sidecar: str | None,
-    context: dict[str, Any],
-    final: bool,
-    columnar: bool,
-):
+def decode(content: bytes, file: FileToDecode) -> DecodeResult:
     """Decode one whole extract file; its table comes from its folder or the options."""
     return decoder.decode_extract_file(
         content,
-        file_name=source_file,
-        catalog=context["catalog"],
-        extraction_ids=context["extraction_ids"],
+        file_name=file.source_file,
+        catalog=file.context["catalog"],
+        extraction_ids=file.context["extraction_ids"],
         file_table=decoder.file_table_for(
-            source_file, context["options"], list(context["catalog"])
+            file.source_file, file.context["options"], list(file.context["catalog"])
         ),
-        options=context["options"],
+        options=file.context["options"],
     )
 
 

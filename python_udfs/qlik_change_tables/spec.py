@@ -8,10 +8,10 @@ sidecar per data file, Spark types of Qlik's type names.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from python_udfs.feed_format import I32, I64, STR, STR_LIST, STR_MAP, FeedFormat
+from python_udfs.feed_format import I32, I64, STR, STR_LIST, STR_MAP, FeedFormat, FileToDecode
 from python_udfs.qlik_change_tables import decoder
+from python_udfs.records import DecodeResult
 
 #: Columns of ``raw_qlik_change_tables`` after the provenance columns: the ``header__``
 #: columns as the file says them, the data columns as a map of canonical text.
@@ -74,25 +74,15 @@ def sidecar(path: Path) -> str | None:
     return dfm.read_text(encoding="utf-8") if dfm.is_file() else None
 
 
-def decode(
-    content: bytes,
-    *,
-    source_file: str,
-    start: int,
-    start_index: int,
-    sidecar: str | None,
-    context: dict[str, Any],
-    final: bool,
-    columnar: bool,
-):
+def decode(content: bytes, file: FileToDecode) -> DecodeResult:
     """Decode one change-table or full-load file (whole files: ``start`` is 0)."""
     return decoder.decode_change_table_file(
         content,
-        file_name=source_file,
-        sidecar=sidecar,
-        catalog=context["catalog"],
-        options=context["options"],
-        columnar=columnar,
+        file_name=file.source_file,
+        sidecar=file.sidecar,
+        catalog=file.context["catalog"],
+        options=file.context["options"],
+        columnar=file.columnar,
     )
 
 

@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from python_udfs.feed_format import BOOL, I64, STR, STR_LIST, STR_MAP, FeedFormat
+from python_udfs.feed_format import BOOL, I64, STR, STR_LIST, STR_MAP, FeedFormat, FileToDecode
 from python_udfs.qlik_change_tables.spec import spark_type_for
 from python_udfs.qlik_kafka import decoder
+from python_udfs.records import DecodeResult
 
 #: Columns of ``raw_qlik_kafka`` after the provenance columns: the message envelope's fields
 #: (``headers`` of the Qlik message) snake_cased, ``data`` and ``beforeData`` as maps.
@@ -93,34 +94,24 @@ def decoder_context(feed, config, catalog, scanned) -> dict[str, Any]:
     }
 
 
-def decode(
-    content: bytes,
-    *,
-    source_file: str,
-    start: int,
-    start_index: int,
-    sidecar: str | None,
-    context: dict[str, Any],
-    final: bool,
-    columnar: bool,
-):
+def decode(content: bytes, file: FileToDecode) -> DecodeResult:
     """Decode one dump from byte ``start`` with a copy of the feed's Kafka catalog.
 
     The decoder adds the MD messages it meets to the catalog it is given; the copy keeps one
     file's messages from leaking into another file's decode in the same task.
     """
     catalog = decoder.KafkaCatalog()
-    catalog.by_schema_id.update(context["kafka_catalog"].by_schema_id)
-    catalog.by_table.update(context["kafka_catalog"].by_table)
+    catalog.by_schema_id.update(file.context["kafka_catalog"].by_schema_id)
+    catalog.by_table.update(file.context["kafka_catalog"].by_table)
     return decoder.decode_dump_file(
         content,
-        file_name=source_file,
+        file_name=file.source_file,
         catalog=catalog,
-        registry_schemas=context.get("registry_schemas"),
-        options=context["options"],
-        start=start,
-        start_index=start_index,
-        final=final,
+        registry_schemas=file.context.get("registry_schemas"),
+        options=file.context["options"],
+        start=file.start,
+        start_index=file.start_index,
+        final=file.final,
     )
 
 
