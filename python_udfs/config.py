@@ -27,7 +27,8 @@ from typing import Any
 
 import yaml
 
-from python_udfs.records import MetadataColumn
+from python_udfs.records import ConfigError, MetadataColumn
+from python_udfs.registry import FORMATS
 
 CDC_COLUMNS_HEADER = [
     "feed",
@@ -46,10 +47,6 @@ CDC_COLUMNS_HEADER = [
 CDC_TABLES_HEADER = ["feed", "source_schema", "source_table", "table_identifier"]
 #: The demo's catalog seeds, relative to the seeds folder: (columns, tables).
 DEMO_SEEDS = (Path("demo") / "cdc_demo_columns.csv", Path("demo") / "cdc_demo_tables.csv")
-
-
-class ConfigError(Exception):
-    """A configuration mistake: the message names the file and the fix."""
 
 
 #: Longest schema, table or column name accepted (characters). The Hive metastore holds a
@@ -241,8 +238,6 @@ def load_project(
 
 def supported_formats() -> tuple[str, ...]:
     """Return the ``format:`` values this version decodes (DESIGN.md §1), from the registry."""
-    from python_udfs.registry import FORMATS  # its format packages import ConfigError from here
-
     return tuple(FORMATS)
 
 
@@ -253,8 +248,6 @@ def option_choices(fmt: str) -> dict[str, tuple[Any, ...] | None]:
     the format page's option table. Raises KeyError for a format not in
     :func:`supported_formats`.
     """
-    from python_udfs.registry import FORMATS
-
     return FORMATS[fmt].option_choices
 
 
@@ -269,8 +262,6 @@ def _check_options(where: str, fmt: str, options: Mapping[str, Any]) -> None:
     """
     import codecs
     import difflib
-
-    from python_udfs.registry import FORMATS
 
     feed_format = FORMATS[fmt]
     choices = feed_format.option_choices

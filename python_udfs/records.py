@@ -45,6 +45,15 @@ class Reject:
         return cls(offset, end - offset, record_index, reason, message, excerpt)
 
 
+class ConfigError(Exception):
+    """A configuration mistake: the message names the file and the fix.
+
+    Raised before any file is decoded (``python_udfs.config``, a format's option checks and
+    decoder context); the CLI prints the message and exits with status 2. Re-exported by
+    ``python_udfs.config``.
+    """
+
+
 class RecordError(Exception):
     """Raised inside a binary decoder for a record that becomes a reject.
 

@@ -73,7 +73,8 @@ def _imports(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             out |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
-            out.add(node.module)
+            out.add(node.module)  # and `from package import module`:
+            out |= {f"{node.module}.{alias.name}" for alias in node.names}
     return out
 
 
@@ -86,6 +87,38 @@ def test_the_runtime_package_imports_nothing_from_the_simulator_and_decoders_no_
         if path.name == "decoder.py":
             assert not any(i.startswith(("pyspark", "python_udfs.staging")) for i in imports)
             assert not any(i.endswith(".spec") for i in imports), path
+
+
+def test_the_runtime_package_has_no_import_cycle():
+    """Every import in python_udfs, at module level or inside a function, drawn as an edge
+    between its modules: the graph has no cycle (issue 15: the simulator had one)."""
+    modules = {
+        ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__"): path
+        for path in PACKAGE.rglob("*.py")
+    }
+    edges = {
+        name: {
+            target
+            for imported in _imports(path)
+            for target in modules
+            if target != name
+            and (imported == target or imported.startswith(target + "."))
+            and target != "python_udfs"
+        }
+        for name, path in modules.items()
+    }
+    done: set[str] = set()
+
+    def visit(name: str, trail: tuple[str, ...]) -> None:
+        assert name not in trail, " -> ".join((*trail, name))
+        if name in done:
+            return
+        for target in edges[name]:
+            visit(target, (*trail, name))
+        done.add(name)
+
+    for name in modules:
+        visit(name, ())
 
 
 def test_scaffolded_types_come_from_the_feed_s_format():

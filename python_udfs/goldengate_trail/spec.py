@@ -11,10 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from python_udfs.config import ConfigError
 from python_udfs.feed_format import I32, I64, STR, STR_LIST, STR_MAP, FeedFormat, FileToDecode
 from python_udfs.goldengate_trail import decoder
-from python_udfs.records import DecodeResult
+from python_udfs.records import ConfigError, DecodeResult
 
 #: Columns of ``raw_goldengate_trail`` after the provenance columns: the record header's
 #: fields (``IOType`` as ``io_type``, ``TransInd`` as ``trans_ind``…), the trail position, the

@@ -15,10 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from python_udfs.config import ConfigError
 from python_udfs.feed_format import BOOL, I32, I64, STR, STR_LIST, STR_MAP, FeedFormat, FileToDecode
 from python_udfs.hirdb_update_sql import decoder
-from python_udfs.records import DecodeResult
+from python_udfs.records import ConfigError, DecodeResult
 
 #: Columns of ``raw_hirdb_update_sql`` after the provenance columns: the line's stamp (as
 #: written and in UTC), the statement's type, table and event code, and the SET / VALUES and
