@@ -49,8 +49,10 @@ lock:
 	.lock-venv/bin/python -m pip freeze --exclude-editable | grep -v '^cdc.changelog' > requirements.lock
 	rm -rf .lock-venv
 
-## Decoder throughput on one core (not part of the tests).
+## Decoder throughput: every format alone on one core and through cdc stage, 1M records each
+## (issue 15), then the per-format detail scripts (not part of the tests).
 benchmark: $(STAMP)
+	$(BIN)/python benchmarks/format_throughput.py
 	$(BIN)/python benchmarks/staging_throughput.py
 	$(BIN)/python benchmarks/goldengate_throughput.py
 	$(BIN)/python benchmarks/japanese_throughput.py

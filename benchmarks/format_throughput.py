@@ -1,0 +1,122 @@
+"""Throughput of every feed format, decoder alone and through ``cdc stage`` (issue 15; not a test).
+
+The sample-feed simulator writes ``--records`` change records per feed format (default
+1,000,000; the five demo feeds, files of a production feed's size as ``apply_scale.py`` writes
+them). Then, per format:
+
+1. the decoder alone on one core, over every file, as one Spark task runs it (the format's
+   ``decode`` from the registry, with the decoder context staging builds): records/s and MB/s.
+   Where a faster path sits beside a reference path (Qlik Parquet change tables: columnar and
+   per record), both are timed in the same run;
+2. ``cdc stage`` of the same files into a fresh lake (Spark local, all cores; JVM start, the
+   manifest and the raw-table writes included): records/s, records/s per core and MB/s.
+
+    .venv/bin/python benchmarks/format_throughput.py [--records 1000000] [--workdir DIR]
+        [--formats qlik_change_tables,goldengate_trail]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from python_udfs.config import load_project
+from python_udfs.registry import FORMATS
+from python_udfs.staging import Stager, decode_candidate, list_landing_files
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.apply_scale import CORES, FEEDS, land, manifest_rows, run_step, write_feeds  # noqa: E402
+from tests.spark_project import make_project  # noqa: E402
+
+
+def decoder_alone(config, feed: str, folder: Path) -> list[tuple[str, int, int, float]]:
+    """Decode every file of ``folder`` on this core; ``[(path label, records, rejects, s)]``."""
+    spec = FORMATS[config.feeds[feed].format]
+    files = list(list_landing_files(folder, spec.name))
+    scanned = []  # the metadata pass (Kafka MD messages) is a pass of its own: not timed
+    if spec.scan_metadata is not None:
+        for path in files:
+            scanned += [(c, feed) for c in spec.scan_metadata(path.read_bytes(), path.name, 0)]
+    feed_config = dataclasses.replace(config.feeds[feed], path=folder)
+    stager = Stager(None, dataclasses.replace(config, feeds={feed: feed_config}))
+    context = stager.contexts(scanned)[feed]
+    paths = [("", True)] + (
+        [("per record, the reference", False)] if spec.name == "qlik_change_tables" else []
+    )
+    out = []
+    for label, columnar in paths:
+        records = rejects = 0
+        started = time.perf_counter()
+        for path in files:
+            result = decode_candidate(
+                spec.name,
+                path.read_bytes(),
+                path.relative_to(config.landing_root).as_posix(),
+                0,
+                0,
+                spec.sidecar(path),
+                context,
+                True,
+                columnar=columnar,
+            )
+            records += len(result.rows) + (result.table.num_rows if result.table else 0)
+            rejects += len(result.rejects)
+        out.append((label, records, rejects, time.perf_counter() - started))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000, help="change records per format")
+    parser.add_argument("--keys", type=int, default=1_000_000, help="primary keys, all formats")
+    parser.add_argument("--formats", default=",".join(FEEDS.values()))
+    parser.add_argument("--workdir", type=Path, help="keep files here (default: a temp folder)")
+    args = parser.parse_args()
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="cdc-formats-"))
+    for name in ("project", "landing", "lake", "src", "increment_landed"):
+        shutil.rmtree(work / name, ignore_errors=True)
+    project, landing, lake = work / "project", work / "landing", work / "lake"
+    make_project(work)
+    # a little over --records per feed: the simulator's load rows and 1–4 changes a
+    # transaction do not land on the figure exactly; the batch is written and not used
+    write_feeds(int(args.records * 1.05) * len(FEEDS), 1000, args.keys, work, project, landing)
+    env = {**os.environ, "CDC_LANDING_ROOT": str(landing), "CDC_LAKE_ROOT": str(lake)}
+    cdc = [sys.executable, "-m", "python_udfs.cli", "--project-dir", str(project)]
+    wanted = args.formats.split(",")
+    config = load_project(project, {"cdc_landing_root": str(landing)}, check_paths=False)
+    print(
+        f"{'format':22s} {'path':32s} {'files':>5s} {'MB':>8s} {'records':>10s} "
+        f"{'s':>7s} {'records/s per core':>19s} {'MB/s per core':>14s}"
+    )
+    for feed, fmt in FEEDS.items():
+        if fmt not in wanted:
+            continue
+        land(work / "src" / "base" / feed, landing / feed)
+        files = list(list_landing_files(landing / feed, fmt))
+        size = sum(p.stat().st_size for p in files) / 1e6
+        for label, records, rejects, seconds in decoder_alone(config, feed, landing / feed):
+            path = "decoder alone, one core" + (f" ({label})" if label else "")
+            print(
+                f"{fmt:22s} {path:32s} {len(files):5d} {size:8.1f} {records:10,d} {seconds:7.1f} "
+                f"{records / seconds:19,.0f} {size / seconds:14.2f}"
+                + (f"  {rejects} rejects" if rejects else ""),
+                flush=True,
+            )
+        wall, _peak, _out = run_step(cdc + ["stage"], env, project)
+        staged = sum(m["rows"] + m["rejects"] for m in manifest_rows(lake) if m["feed"] == feed)
+        path = f"cdc stage, {CORES} cores"
+        print(
+            f"{fmt:22s} {path:32s} {len(files):5d} {size:8.1f} {staged:10,d} {wall:7.1f} "
+            f"{staged / wall / CORES:19,.0f} {size / wall / CORES:14.2f}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
