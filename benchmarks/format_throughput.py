@@ -91,7 +91,7 @@ def main() -> None:
     wanted = args.formats.split(",")
     config = load_project(project, {"cdc_landing_root": str(landing)}, check_paths=False)
     print(
-        f"{'format':22s} {'path':32s} {'files':>5s} {'MB':>8s} {'records':>10s} "
+        f"{'format':22s} {'path':50s} {'files':>5s} {'MB':>8s} {'records':>10s} "
         f"{'s':>7s} {'records/s per core':>19s} {'MB/s per core':>14s}"
     )
     for feed, fmt in FEEDS.items():
@@ -103,7 +103,7 @@ def main() -> None:
         for label, records, rejects, seconds in decoder_alone(config, feed, landing / feed):
             path = "decoder alone, one core" + (f" ({label})" if label else "")
             print(
-                f"{fmt:22s} {path:32s} {len(files):5d} {size:8.1f} {records:10,d} {seconds:7.1f} "
+                f"{fmt:22s} {path:50s} {len(files):5d} {size:8.1f} {records:10,d} {seconds:7.1f} "
                 f"{records / seconds:19,.0f} {size / seconds:14.2f}"
                 + (f"  {rejects} rejects" if rejects else ""),
                 flush=True,
@@ -112,7 +112,7 @@ def main() -> None:
         staged = sum(m["rows"] + m["rejects"] for m in manifest_rows(lake) if m["feed"] == feed)
         path = f"cdc stage, {CORES} cores"
         print(
-            f"{fmt:22s} {path:32s} {len(files):5d} {size:8.1f} {staged:10,d} {wall:7.1f} "
+            f"{fmt:22s} {path:50s} {len(files):5d} {size:8.1f} {staged:10,d} {wall:7.1f} "
             f"{staged / wall / CORES:19,.0f} {size / wall / CORES:14.2f}",
             flush=True,
         )
