@@ -10,11 +10,13 @@ One run of :func:`stage` is one *ingest batch* (id ``YYYYMMDDTHHMMSSffffff``, UT
    Spark pass collects the batch's metadata, so that data messages can be resolved whatever
    file order they arrive in;
 3. Spark reads the files (``binaryFile``) and runs the pure-Python decoders over them in
-   parallel with ``mapInArrow``; the result is written once to a scratch folder;
-4. the rows are appended, as partition ``ingest_batch_id=<id>``, to the format's raw table,
-   ``raw_rejects`` and ``raw_metadata``; the manifest rows are written **last**. A batch
-   without manifest rows (a run killed half way) is ignored by the dbt sources, so a re-run
-   ingests those files again without duplicates.
+   parallel with ``mapInArrow``; each task writes its rows with pyarrow, once, as partition
+   ``ingest_batch_id=<id>`` of the format's raw table, ``raw_rejects`` and ``raw_metadata``
+   (one parquet file per table and task, :func:`make_write_udf`); the rows never pass
+   through the JVM, and only the manifest rows come back to the driver;
+4. the driver writes the manifest rows **last**, in one file moved into place by a rename
+   (the batch's commit). A batch without manifest rows (a run killed half way) is ignored
+   by the dbt sources, so a re-run ingests those files again without duplicates.
 
 Tables live under ``<lake_root>/raw/<table>/`` as Hive-style partitioned parquet; the dbt
 macro ``register_raw_tables`` registers them as external tables at the start of every run.
@@ -26,7 +28,6 @@ import collections
 import datetime as dt
 import hashlib
 import os
-import shutil
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -128,9 +129,18 @@ def arrow_schema(table: str) -> pa.Schema:
     return pa.schema(RAW_TABLES[table])
 
 
-def decoded_schema() -> pa.Schema:
-    """Return the decode pass's schema: ``kind`` plus one nullable struct per raw table."""
-    return pa.schema([("kind", STR)] + [(k, pa.struct(RAW_TABLES[k])) for k in KINDS])
+def written_schema() -> pa.Schema:
+    """Return what the decode-and-write pass hands back to the driver, one row per file.
+
+    ``raw_ingested_files``: the file's manifest row (``ingested_at`` null, set when the driver
+    writes the manifest); ``reject_reasons``: its rejects counted by reason code.
+    """
+    return pa.schema(
+        [
+            ("raw_ingested_files", pa.struct(RAW_TABLES["raw_ingested_files"])),
+            ("reject_reasons", pa.map_(STR, I64)),
+        ]
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +254,7 @@ def file_outputs(
 
     With ``columnar``, rows a decoder returned as an Arrow table come as one item
     ``{"kind": <raw table>, "arrow": pyarrow.Table}`` (with ``feed`` and ``source_file``
-    added) instead of one dict per row; :func:`make_decode_udf` turns it into batches.
+    added) instead of one dict per row; :func:`file_tables` turns both into tables.
 
     Checks the ingested prefix first: when its SHA-256 differs from the manifest's, the file
     is refused (one ``prefix_changed`` reject and a ``refused`` manifest row). Never raises for
@@ -432,51 +442,149 @@ def _within(result: DecodeResult, ranges: list[tuple[int, int]]) -> DecodeResult
     return kept
 
 
-def make_decode_udf(contexts: Mapping[str, Mapping[str, Any]]) -> Callable:
-    """Return the ``mapInArrow`` function: candidate rows with ``content`` → decode-pass rows."""
-    schema = decoded_schema()
+def file_tables(
+    candidate: Mapping[str, Any], content: bytes, context: Mapping[str, Any]
+) -> dict[str, pa.Table]:
+    """Decode one candidate file into its rows per raw table (pure: no I/O, no Spark).
 
-    def decode_batches(batches):
-        for batch in batches:
-            records = batch.to_pylist()
-            for record in records:
-                content = record.pop("content")
-                rows = file_outputs(record, content, contexts[record["feed"]], columnar=True)
-                tables = [r for r in rows if "arrow" in r]
-                rows = [r for r in rows if "arrow" not in r]
-                for item in tables:
-                    yield from _kind_batches(item["kind"], item["arrow"], schema)
-                for i in range(0, len(rows), 5000):
-                    yield pa.RecordBatch.from_pylist(rows[i : i + 5000], schema=schema)
-
-    return decode_batches
-
-
-def _kind_batches(kind: str, table: pa.Table, schema: pa.Schema, size: int = 50_000):
-    """Yield decode-pass batches (``schema``) holding ``table``'s rows as struct ``kind``.
-
-    ``table`` has the columns of raw table ``kind`` (a column it lacks is null); the other
-    structs are null.
+    Returns ``{raw table: pyarrow.Table}`` in each table's schema (:func:`arrow_schema`; a
+    column the decoder does not set, ``ingested_at`` among them, is null), for the tables the
+    file has rows for, rows in byte offset order; ``raw_ingested_files`` (one row) is always
+    there. Decodes with :func:`file_outputs` (columnar where the format can).
     """
-    struct = schema.field(kind).type
-    for start in range(0, table.num_rows, size):
-        part = table.slice(start, size)
-        n = part.num_rows
-        fields = [
-            part.column(f.name).combine_chunks().cast(f.type)
-            if f.name in part.column_names
-            else pa.nulls(n, f.type)  # set when the batch is written (ingested_at)
-            for f in struct
-        ]
-        arrays = []
-        for column in schema:
-            if column.name == "kind":
-                arrays.append(pa.repeat(pa.scalar(kind, STR), n))
-            elif column.name == kind:
-                arrays.append(pa.StructArray.from_arrays(fields, fields=list(struct)))
-            else:
-                arrays.append(pa.nulls(n, column.type))
-        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+    rows: dict[str, list[dict]] = {}
+    arrow: dict[str, list[pa.Table]] = {}
+    for item in file_outputs(candidate, content, context, columnar=True):
+        kind = item["kind"]
+        if "arrow" in item:
+            arrow.setdefault(kind, []).append(item["arrow"])
+        else:
+            rows.setdefault(kind, []).append(item[kind])
+    out = {}
+    for kind in [k for k in KINDS if k in rows or k in arrow]:
+        schema = arrow_schema(kind)
+        parts = [_conform(t, schema) for t in arrow.get(kind, [])]
+        if kind in rows:
+            parts.append(pa.Table.from_pylist(rows[kind], schema=schema))
+        table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        if "record_offset" in table.column_names and table.num_rows > 1:
+            table = table.sort_by([("record_offset", "ascending")])
+        out[kind] = table
+    return out
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Return ``table`` in ``schema``: its columns cast, the ones it lacks null."""
+    n = table.num_rows
+    return pa.Table.from_arrays(
+        [
+            table.column(f.name).cast(f.type)
+            if f.name in table.column_names
+            else pa.nulls(n, f.type)
+            for f in schema
+        ],
+        schema=schema,
+    )
+
+
+class _BatchFiles:
+    """The parquet files one staging task writes into this batch's partition of each raw table.
+
+    One file per raw table per task, named from the task's first file (the same name when
+    Spark runs the task again, so a retry replaces what a failed attempt wrote), written under
+    a ``_``-prefixed temporary name that readers skip (Spark, pyarrow) and renamed into place
+    by :meth:`close`. Row groups of about :data:`RAW_ROW_GROUP_BYTES` (in Arrow bytes).
+    """
+
+    def __init__(self, raw_root: str, batch_id: str, ingested_at: dt.datetime) -> None:
+        self.raw_root, self.batch_id, self.ingested_at = Path(raw_root), batch_id, ingested_at
+        self.name: str | None = None
+        self.writers: dict[str, Any] = {}
+        self.pending: dict[str, list[pa.Table]] = {}
+
+    def _path(self, table: str, temporary: bool) -> Path:
+        folder = self.raw_root / table / f"ingest_batch_id={self.batch_id}"
+        return folder / (f"_{self.name}.parquet.tmp" if temporary else f"{self.name}.parquet")
+
+    def add(self, key: str, table_name: str, table: pa.Table) -> None:
+        """Append ``table``'s rows (``table_name``'s schema) to this task's file of the table."""
+        import pyarrow.parquet as pq
+
+        if self.name is None:
+            self.name = "part-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+        stamp = pa.repeat(pa.scalar(self.ingested_at, TS), table.num_rows)
+        table = table.set_column(table.schema.get_field_index("ingested_at"), "ingested_at", stamp)
+        if table_name not in self.writers:
+            path = self._path(table_name, temporary=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.writers[table_name] = pq.ParquetWriter(path, table.schema, compression="snappy")
+        pending = self.pending.setdefault(table_name, [])
+        pending.append(table)
+        if sum(t.nbytes for t in pending) >= RAW_ROW_GROUP_BYTES:
+            self._flush(table_name)
+
+    def _flush(self, table_name: str) -> None:
+        pending = self.pending.pop(table_name, [])
+        if pending:
+            table = pa.concat_tables(pending)
+            self.writers[table_name].write_table(table, row_group_size=table.num_rows)
+
+    def close(self) -> None:
+        """Write what is buffered and move every file into place (a rename each)."""
+        for table_name, writer in self.writers.items():
+            self._flush(table_name)
+            writer.close()
+            os.replace(self._path(table_name, True), self._path(table_name, False))
+
+
+def make_write_udf(
+    contexts: Mapping[str, Mapping[str, Any]], raw_root: str, batch_id: str, ingested_at
+) -> Callable:
+    """Return the ``mapInArrow`` function of the decode-and-write pass.
+
+    Candidate rows with ``content`` in, sorted by feed, file and start within the task: each
+    file is decoded (:func:`file_tables`) and its rows of every raw table but the manifest are
+    written by the task itself into batch ``batch_id``'s partition of the table under
+    ``raw_root`` (:class:`_BatchFiles`), once, without passing through the JVM; out comes one
+    row per file (:func:`written_schema`): its manifest row and its rejects by reason, which
+    the driver writes as the manifest after every task finished (the batch's commit).
+    """
+    schema = written_schema()
+    manifest_type = schema.field("raw_ingested_files").type
+
+    def write_batches(batches):
+        files = _BatchFiles(raw_root, batch_id, ingested_at)
+        for batch in batches:
+            out = []
+            for record in batch.to_pylist():
+                content = record.pop("content")
+                tables = file_tables(record, content, contexts[record["feed"]])
+                key = f"{record['feed']}\0{record['source_file']}\0{record['start']}"
+                for table_name, table in tables.items():
+                    if table_name != "raw_ingested_files":
+                        files.add(key, table_name, table)
+                reasons = collections.Counter(
+                    tables["raw_rejects"].column("reason").to_pylist()
+                    if "raw_rejects" in tables
+                    else []
+                )
+                manifest = tables["raw_ingested_files"].to_pylist()[0]
+                out.append(
+                    {"raw_ingested_files": manifest, "reject_reasons": list(reasons.items())}
+                )
+            if out:
+                yield pa.RecordBatch.from_pylist(
+                    out,
+                    schema=pa.schema(
+                        [
+                            ("raw_ingested_files", manifest_type),
+                            ("reject_reasons", schema.field("reject_reasons").type),
+                        ]
+                    ),
+                )
+        files.close()
+
+    return write_batches
 
 
 def make_metadata_udf() -> Callable:
@@ -867,6 +975,26 @@ class Stager:
             return summary
         return self._commit_batch(summary, candidates, committed)
 
+    def _write_manifest(self, batch_id: str, manifest: pa.Table, ingested_at) -> None:
+        """Write batch ``batch_id``'s manifest rows: the commit of the batch.
+
+        One parquet file, written under a ``_``-prefixed temporary name and renamed into
+        ``raw_ingested_files/ingest_batch_id=<batch_id>/``, so a kill leaves all of the
+        batch's manifest rows or none (readers skip ``_`` files; ``build_state`` counts a
+        batch committed once its folder holds a ``.parquet`` file).
+        """
+        import pyarrow.parquet as pq
+
+        schema = arrow_schema("raw_ingested_files")
+        stamp = pa.repeat(pa.scalar(ingested_at, TS), manifest.num_rows)
+        manifest = _conform(manifest, schema)
+        manifest = manifest.set_column(schema.get_field_index("ingested_at"), "ingested_at", stamp)
+        folder = self._table_path("raw_ingested_files") / f"ingest_batch_id={batch_id}"
+        folder.mkdir(parents=True, exist_ok=True)
+        temporary = folder / "_manifest.parquet.tmp"
+        pq.write_table(manifest, temporary, compression="snappy")
+        os.replace(temporary, folder / "part-00000-manifest.parquet")
+
     def _commit_batch(
         self, summary: StageSummary, candidates: list[Candidate], committed: set[str]
     ) -> StageSummary:
@@ -931,38 +1059,26 @@ class Stager:
             )
             scanned_metadata = known + [(_metadata_from_row(r.asDict()), r.feed) for r in meta_rows]
         contexts = self.contexts(scanned_metadata)
-        scratch = self.config.lake_root / "_scratch" / batch_id
-        decoded = joined.mapInArrow(make_decode_udf(contexts), from_arrow_schema(decoded_schema()))
-        self.log(f"  decoding {len(candidates)} file(s) on {parallelism} task(s)")
-        decoded.write.mode("overwrite").parquet(str(scratch))
-        out = spark.read.parquet(str(scratch))
         ingested_at = dt.datetime.now(dt.UTC)
-        # a raw table gets a partition for this batch only when the batch has rows for it (a
-        # batch of one format writes two or three tables, not all seven)
-        present = {row.kind for row in out.select("kind").distinct().collect()}
-        for table in KINDS:  # raw_ingested_files is last: it commits the batch
-            if table != "raw_ingested_files" and table not in present:
-                continue
-            part = out.where(F.col("kind") == table).select(f"{table}.*")
-            if table == "raw_ingested_files":
-                # one file, so that the job commit (a rename out of _temporary) makes all of
-                # the batch's manifest rows visible at once: a kill leaves all or none
-                self.log(f"  committing batch {batch_id}: its manifest rows")
-                part = part.coalesce(1)
-            order = [c for c in RAW_SORT_ORDER if c in part.columns]
-            (
-                part.withColumn("ingested_at", F.lit(ingested_at))
-                .sortWithinPartitions(*order)
-                .write.mode("append")
-                .option("parquet.block.size", RAW_ROW_GROUP_BYTES)
-                .parquet(str(self._table_path(table) / f"ingest_batch_id={batch_id}"))
+        self.log(f"  decoding {len(candidates)} file(s) on {parallelism} task(s)")
+        # each task decodes its files in feed, file and offset order and writes the raw
+        # tables' files of this batch itself (make_write_udf); only the manifest rows come back
+        written = (
+            joined.sortWithinPartitions("feed", "source_file", "start")
+            .mapInArrow(
+                make_write_udf(contexts, str(self.raw_root), batch_id, ingested_at),
+                from_arrow_schema(written_schema()),
             )
-        for row in (
-            out.where(F.col("kind") == "raw_ingested_files")
-            .select("raw_ingested_files.*")
-            .collect()
-        ):
-            info = row.asDict()
+            .toArrow()
+        )
+        manifest = pa.Table.from_struct_array(
+            written.column("raw_ingested_files").combine_chunks()
+        ).sort_by([(c, "ascending") for c in RAW_SORT_ORDER if c != "record_offset"])
+        self.log(f"  committing batch {batch_id}: its manifest rows")
+        self._write_manifest(batch_id, manifest, ingested_at)
+        reasons: dict[str, collections.Counter] = {}
+        for row in written.to_pylist():
+            info = row["raw_ingested_files"]
             summary.per_file.append(info)
             if info["status"] == "refused":
                 summary.files_refused.append(f"{info['feed']}/{info['source_file']}")
@@ -970,16 +1086,9 @@ class Stager:
                 summary.files_ingested += 1
             summary.rows[info["feed"]] = summary.rows.get(info["feed"], 0) + info["rows"]
             summary.rejects[info["feed"]] = summary.rejects.get(info["feed"], 0) + info["rejects"]
-        reasons: dict[str, collections.Counter] = {}
-        if sum(summary.rejects.values()):
-            for row in (
-                out.where(F.col("kind") == "raw_rejects")
-                .groupBy("raw_rejects.feed", "raw_rejects.reason")
-                .count()
-                .collect()
-            ):
-                reasons.setdefault(row.feed, collections.Counter())[row.reason] = row["count"]
-        shutil.rmtree(scratch, ignore_errors=True)
+            reasons.setdefault(info["feed"], collections.Counter()).update(
+                dict(row["reject_reasons"] or [])
+            )
         files = collections.Counter(info["feed"] for info in summary.per_file)
         for feed, count in sorted(files.items()):
             rows, rejects = summary.rows.get(feed, 0), summary.rejects.get(feed, 0)

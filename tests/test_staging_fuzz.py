@@ -4,7 +4,7 @@ Not the decoder functions alone: each damaged file goes through what a staging t
 Spark hands it over (an Arrow batch of candidate rows with ``content``): the Kafka metadata
 pre-pass (``make_metadata_udf``), the decoder contexts built from the project's feeds and
 seeds (``Stager.contexts``), the decode pass with its manifest row, prefix hash and safety net
-(``make_decode_udf`` → ``file_outputs``), and the conversion to the decode-pass Arrow schema.
+(``file_tables`` → ``file_outputs``), and the conversion to each raw table's Arrow schema.
 
 The corpus is every file of the five demo feeds (the simulator writes Qlik change tables as
 CSV with a ``.dfm``, CSV with a header line and Parquet; Qlik Kafka dumps as JSON Lines with
@@ -29,6 +29,7 @@ import shutil
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
@@ -38,9 +39,10 @@ from python_udfs.registry import FORMATS
 from python_udfs.staging import (
     Stager,
     _metadata_from_row,
+    file_tables,
     list_landing_files,
-    make_decode_udf,
     make_metadata_udf,
+    make_write_udf,
 )
 from simulator.database import simulate
 from simulator.feeds import write_feed
@@ -103,15 +105,11 @@ def corpus(tmp_path_factory, samples) -> Corpus:
     return Corpus(Stager(None, config), files)
 
 
-def stage_file(corpus: Corpus, feed: str, path: Path, content: bytes, final: bool) -> list[dict]:
-    """Run one file through the staging tasks; return the decode-pass rows (``kind`` + row).
-
-    The Kafka metadata of the feed's other (undamaged) files is known, as it is in a batch
-    that holds them or follows them.
-    """
+def _candidate(corpus: Corpus, feed: str, path: Path, final: bool) -> dict:
+    """The candidate row staging plans for a new file of ``feed`` (without ``content``)."""
     config = corpus.stager.config
     fmt = config.feeds[feed].format
-    candidate = {
+    return {
         "feed": feed,
         "format": fmt,
         "path": str(path),
@@ -126,6 +124,17 @@ def stage_file(corpus: Corpus, feed: str, path: Path, content: bytes, final: boo
         "end": None,
         "ranges": [],
     }
+
+
+def stage_file(corpus: Corpus, feed: str, path: Path, content: bytes, final: bool) -> list[dict]:
+    """Run one file through the staging tasks; return the decode-pass rows (``kind`` + row).
+
+    The Kafka metadata of the feed's other (undamaged) files is known, as it is in a batch
+    that holds them or follows them.
+    """
+    config = corpus.stager.config
+    fmt = config.feeds[feed].format
+    candidate = _candidate(corpus, feed, path, final)
     batch = pa.RecordBatch.from_pylist([{**candidate, "content": content}])
     metadata = []
     if fmt == "qlik_kafka":
@@ -137,8 +146,10 @@ def stage_file(corpus: Corpus, feed: str, path: Path, content: bytes, final: boo
         scan = make_metadata_udf()
         for out in scan([batch, *([pa.RecordBatch.from_pylist(others)] if others else [])]):
             metadata += [(_metadata_from_row(r), r["feed"]) for r in out.to_pylist()]
-    decode = make_decode_udf(corpus.stager.contexts(metadata))
-    return [row for out in decode([batch]) for row in out.to_pylist()]
+    tables = file_tables(candidate, content, corpus.stager.contexts(metadata)[feed])
+    return [
+        {"kind": kind, kind: row} for kind, table in tables.items() for row in table.to_pylist()
+    ]
 
 
 def _parts(rows: list[dict]) -> tuple[dict, list[dict], list[dict], list[dict]]:
@@ -318,3 +329,59 @@ def test_records_after_one_damaged_stretch_still_land(corpus, data):
     landed = [_without_context(r, fmt) for r in rows]
     missing = [r for r in expected if r not in landed]
     assert not missing, (damages, len(missing), missing[0]["record_offset"], rejects[:3])
+
+
+def test_a_staging_task_writes_each_raw_table_once_and_a_retry_replaces_its_files(corpus, tmp_path):
+    """The decode-and-write pass (make_write_udf) as a Spark task runs it, over the files of
+    three feeds in one task: every raw table gets one parquet file holding exactly the rows
+    file_tables gives (in feed, file and offset order, ingested_at set), the manifest rows come
+    back instead of being written, no temporary file is left, and running the task again (a
+    Spark retry) writes the same files under the same names."""
+    feeds = ("qlik_ct_demo", "goldengate_demo", "linkexpress_demo")
+    chosen = sorted(
+        [(f, p, b) for f, p, b in corpus.files if f in feeds],
+        key=lambda x: (x[0], _candidate(corpus, x[0], x[1], True)["source_file"]),
+    )
+    records = [{**_candidate(corpus, f, p, True), "content": b} for f, p, b in chosen]
+    contexts = corpus.stager.contexts([])
+    stamp = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+    expected: dict[str, list[dict]] = {}
+    for record in records:
+        content = record["content"]
+        tables = file_tables(
+            {k: v for k, v in record.items() if k != "content"}, content, contexts[record["feed"]]
+        )
+        for name, table in tables.items():
+            expected.setdefault(name, []).extend(table.to_pylist())
+
+    def run_task() -> tuple[list[dict], dict[str, list[Path]]]:
+        task = make_write_udf(contexts, str(tmp_path / "raw"), "B1", stamp)
+        batches = [
+            pa.RecordBatch.from_pylist(records[i : i + 3]) for i in range(0, len(records), 3)
+        ]
+        back = [row for out in task(batches) for row in out.to_pylist()]
+        files = {p.parent.parent.name: [] for p in (tmp_path / "raw").rglob("*") if p.is_file()}
+        for p in (tmp_path / "raw").rglob("*"):
+            if p.is_file():
+                files[p.parent.parent.name].append(p)
+        return back, files
+
+    back, files = run_task()
+    assert [r["raw_ingested_files"] for r in back] == expected["raw_ingested_files"]
+    assert "raw_ingested_files" not in files  # the driver writes the manifest: the commit
+    assert set(files) == set(expected) - {"raw_ingested_files"}
+    for name, paths in files.items():
+        assert len(paths) == 1 and paths[0].suffix == ".parquet", paths
+        assert not paths[0].name.startswith(("_", "."))
+        rows = pq.read_table(paths[0]).to_pylist()
+        assert {r["ingested_at"] for r in rows} == {stamp}
+        want = [{**r, "ingested_at": stamp} for r in expected[name]]
+        for row in rows + want:  # maps come back as lists of pairs
+            for key in ("data", "before_data", "tokens", "where_data"):
+                if isinstance(row.get(key), list):
+                    row[key] = dict(row[key])
+        assert rows == want
+        order = [(r["feed"], r["source_file"], r["record_offset"]) for r in rows]
+        assert order == sorted(order, key=lambda k: (k[0], k[1], -1 if k[2] is None else k[2]))
+    again, files_again = run_task()
+    assert again == back and files_again == files
