@@ -114,10 +114,12 @@ KINDS = list(RAW_TABLES)
 #: let a reader skip it. The dbt working set (macros/working_set.sql: "from this file and offset
 #: on") and the re-delivery test (tests/dbt/conflicting_duplicate_changes.sql: "positions from the
 #: newest one on") filter on these columns with literals, and Spark pushes them to parquet.
+#: A staging task gets its files sorted by feed and file and writes each file's rows in offset
+#: order (:func:`make_write_udf`); the manifest is sorted by feed, file and byte_start.
 RAW_SORT_ORDER = ("feed", "source_file", "record_offset", "byte_start")
-#: Parquet row group size of the raw tables, in bytes (uncompressed, as parquet-mr counts it):
-#: 16 MiB instead of parquet's 128 MiB, so that a staged batch of a few hundred megabytes has
-#: row groups a filter can skip.
+#: Parquet row group size of the raw tables, in bytes (uncompressed: the Arrow bytes a staging
+#: task buffers before it writes a row group): 16 MiB instead of parquet's usual 128 MiB, so
+#: that a staged batch of a few hundred megabytes has row groups a filter can skip.
 RAW_ROW_GROUP_BYTES = 16 * 2**20
 #: Partition holding one empty parquet file per table, so a table has a schema before data.
 SCHEMA_PARTITION = "00000000T000000000000"
