@@ -552,7 +552,6 @@ def make_write_udf(
     the driver writes as the manifest after every task finished (the batch's commit).
     """
     schema = written_schema()
-    manifest_type = schema.field("raw_ingested_files").type
 
     def write_batches(batches):
         files = _BatchFiles(raw_root, batch_id, ingested_at)
@@ -575,15 +574,7 @@ def make_write_udf(
                     {"raw_ingested_files": manifest, "reject_reasons": list(reasons.items())}
                 )
             if out:
-                yield pa.RecordBatch.from_pylist(
-                    out,
-                    schema=pa.schema(
-                        [
-                            ("raw_ingested_files", manifest_type),
-                            ("reject_reasons", schema.field("reject_reasons").type),
-                        ]
-                    ),
-                )
+                yield pa.RecordBatch.from_pylist(out, schema=schema)
         files.close()
 
     return write_batches
