@@ -39,6 +39,8 @@ from python_udfs.registry import FORMATS
 from python_udfs.staging import (
     Stager,
     _metadata_from_row,
+    arrow_schema,
+    file_outputs,
     file_tables,
     list_landing_files,
     make_metadata_udf,
@@ -331,57 +333,66 @@ def test_records_after_one_damaged_stretch_still_land(corpus, data):
     assert not missing, (damages, len(missing), missing[0]["record_offset"], rejects[:3])
 
 
-def test_a_staging_task_writes_each_raw_table_once_and_a_retry_replaces_its_files(corpus, tmp_path):
-    """The decode-and-write pass (make_write_udf) as a Spark task runs it, over the files of
-    three feeds in one task: every raw table gets one parquet file holding exactly the rows
-    file_tables gives (in feed, file and offset order, ingested_at set), the manifest rows come
-    back instead of being written, no temporary file is left, and running the task again (a
-    Spark retry) writes the same files under the same names."""
-    feeds = ("qlik_ct_demo", "goldengate_demo", "linkexpress_demo")
-    chosen = sorted(
-        [(f, p, b) for f, p, b in corpus.files if f in feeds],
-        key=lambda x: (x[0], _candidate(corpus, x[0], x[1], True)["source_file"]),
+def test_staging_tasks_write_what_the_reference_decoders_give_once_and_a_retry_replaces_it(
+    corpus, tmp_path
+):
+    """The decode-and-write pass (make_write_udf) as Spark's tasks run it, over every file of
+    the corpus (the simulator's files of the five formats and the real samples), against the
+    reference: each file decoded record by record (file_outputs without the columnar Qlik
+    path). Every raw table gets one parquet file per task holding exactly the reference rows,
+    in feed, file and offset order, ingested_at set; the manifest rows come back instead of
+    being written; no temporary file is left; a task run again (a Spark retry) writes the same
+    files under the same names."""
+    records = sorted(
+        ({**_candidate(corpus, f, p, True), "content": b} for f, p, b in corpus.files),
+        key=lambda r: (r["feed"], r["source_file"]),
     )
-    records = [{**_candidate(corpus, f, p, True), "content": b} for f, p, b in chosen]
-    contexts = corpus.stager.contexts([])
+    scanned = [
+        (column, r["feed"])
+        for r in records
+        if FORMATS[r["format"]].scan_metadata is not None
+        for column in FORMATS[r["format"]].scan_metadata(r["content"], r["source_file"], 0)
+    ]
+    contexts = corpus.stager.contexts(scanned)
     stamp = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
-    expected: dict[str, list[dict]] = {}
+    reference: dict[str, list[dict]] = {}
     for record in records:
-        content = record["content"]
-        tables = file_tables(
-            {k: v for k, v in record.items() if k != "content"}, content, contexts[record["feed"]]
-        )
-        for name, table in tables.items():
-            expected.setdefault(name, []).extend(table.to_pylist())
+        candidate = {k: v for k, v in record.items() if k != "content"}
+        for item in file_outputs(candidate, record["content"], contexts[record["feed"]]):
+            reference.setdefault(item["kind"], []).append(item[item["kind"]])
+    reference = {  # through each table's schema, as the files hold them
+        kind: pa.Table.from_pylist(rows, schema=arrow_schema(kind)).to_pylist()
+        for kind, rows in reference.items()
+    }
+    assert {"raw_qlik_change_tables", "raw_goldengate_trail", "raw_qlik_kafka"} <= set(reference)
 
-    def run_task() -> tuple[list[dict], dict[str, list[Path]]]:
-        task = make_write_udf(contexts, str(tmp_path / "raw"), "B1", stamp)
-        batches = [
-            pa.RecordBatch.from_pylist(records[i : i + 3]) for i in range(0, len(records), 3)
-        ]
-        back = [row for out in task(batches) for row in out.to_pylist()]
-        files = {p.parent.parent.name: [] for p in (tmp_path / "raw").rglob("*") if p.is_file()}
-        for p in (tmp_path / "raw").rglob("*"):
+    def run_tasks() -> tuple[list[dict], dict[str, list[Path]]]:
+        back = []
+        for half in (records[: len(records) // 2], records[len(records) // 2 :]):  # two tasks
+            task = make_write_udf(contexts, str(tmp_path / "raw"), "B1", stamp)
+            batches = [pa.RecordBatch.from_pylist(half[i : i + 4]) for i in range(0, len(half), 4)]
+            back += [row for out in task(batches) for row in out.to_pylist()]
+        files: dict[str, list[Path]] = {}
+        for p in sorted((tmp_path / "raw").rglob("*")):
             if p.is_file():
-                files[p.parent.parent.name].append(p)
+                files.setdefault(p.parent.parent.name, []).append(p)
         return back, files
 
-    back, files = run_task()
-    assert [r["raw_ingested_files"] for r in back] == expected["raw_ingested_files"]
+    back, files = run_tasks()
+    assert [r["raw_ingested_files"] for r in back] == reference["raw_ingested_files"]
     assert "raw_ingested_files" not in files  # the driver writes the manifest: the commit
-    assert set(files) == set(expected) - {"raw_ingested_files"}
+    assert set(files) == set(reference) - {"raw_ingested_files"}
     for name, paths in files.items():
-        assert len(paths) == 1 and paths[0].suffix == ".parquet", paths
-        assert not paths[0].name.startswith(("_", "."))
-        rows = pq.read_table(paths[0]).to_pylist()
+        assert len(paths) <= 2 and all(p.suffix == ".parquet" for p in paths), paths
+        assert not any(p.name.startswith(("_", ".")) for p in paths)
+        tables = [pq.read_table(p) for p in paths]
+        rows = [row for t in tables for row in t.to_pylist()]
         assert {r["ingested_at"] for r in rows} == {stamp}
-        want = [{**r, "ingested_at": stamp} for r in expected[name]]
-        for row in rows + want:  # maps come back as lists of pairs
-            for key in ("data", "before_data", "tokens", "where_data"):
-                if isinstance(row.get(key), list):
-                    row[key] = dict(row[key])
-        assert rows == want
-        order = [(r["feed"], r["source_file"], r["record_offset"]) for r in rows]
-        assert order == sorted(order, key=lambda k: (k[0], k[1], -1 if k[2] is None else k[2]))
-    again, files_again = run_task()
+        key = lambda r: (r["feed"], r["source_file"], r["record_offset"] or 0)  # noqa: E731
+        for table in tables:  # each file in feed, file and offset order
+            order = [key(r) for r in table.to_pylist()]
+            assert order == sorted(order)
+        want = [{**r, "ingested_at": stamp} for r in reference[name]]
+        assert sorted(rows, key=key) == sorted(want, key=key)
+    again, files_again = run_tasks()
     assert again == back and files_again == files
