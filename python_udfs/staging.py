@@ -631,16 +631,22 @@ class Stager:
         return self.raw_root / table
 
     def ensure_tables(self) -> None:
-        """Create every raw table's folder with an empty schema partition if it has none."""
-        from pyspark.sql.pandas.types import from_arrow_schema
+        """Create every raw table's folder with an empty schema partition if it has none.
+
+        One empty parquet file per table, in partition :data:`SCHEMA_PARTITION`, written with
+        pyarrow (no Spark job) under a temporary name and renamed into place, so a table has
+        its schema before it has data.
+        """
+        import pyarrow.parquet as pq
 
         for table in RAW_TABLES:
-            path = self._table_path(table)
-            if not path.exists():
-                empty = self.spark.createDataFrame([], from_arrow_schema(arrow_schema(table)))
-                empty.coalesce(1).write.mode("overwrite").parquet(
-                    str(path / f"ingest_batch_id={SCHEMA_PARTITION}")
-                )
+            folder = self._table_path(table) / f"ingest_batch_id={SCHEMA_PARTITION}"
+            if folder.is_dir() and any(folder.glob("*.parquet")):
+                continue
+            folder.mkdir(parents=True, exist_ok=True)
+            temporary = folder / "_schema.parquet.tmp"
+            pq.write_table(arrow_schema(table).empty_table(), temporary, compression="snappy")
+            os.replace(temporary, folder / "part-00000-schema.parquet")
 
     def committed_batches(self) -> set[str]:
         """Return the ids of batches whose manifest rows were written (committed batches).
