@@ -126,7 +126,12 @@ class FeedFormat:
         spark_type_for: ``(source_type, precision, scale) → Spark SQL type``, or None when
             the format carries no metadata to scaffold from (the seeds declare the types).
         deduplicated_by_content: a new file repeating an applied file's bytes is a re-delivery
-            (positions are file names and offsets, DESIGN.md §6.5).
+            (DESIGN.md §6.5): the format's change positions are file names and offsets, so the
+            same bytes under another name would be applied again at a new position (a HiRDB
+            statement carries only its update time, a Linkexpress differential file its
+            operations in extraction order). Qlik rows carry their change sequence and
+            GoldenGate records their trail position, so those formats recognise a repeat by
+            position instead.
         applied_when_repeated: ``result → bool``, or None for never: whether a re-delivered
             file is applied all the same, from its decoded records (a Linkexpress file of empty
             full extracts only).
