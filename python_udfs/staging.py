@@ -503,6 +503,7 @@ class _BatchFiles:
         self.name: str | None = None
         self.writers: dict[str, Any] = {}
         self.pending: dict[str, list[pa.Table]] = {}
+        self.pending_bytes: collections.Counter = collections.Counter()
 
     def _path(self, table: str, temporary: bool) -> Path:
         folder = self.raw_root / table / f"ingest_batch_id={self.batch_id}"
@@ -520,12 +521,13 @@ class _BatchFiles:
             path = self._path(table_name, temporary=True)
             path.parent.mkdir(parents=True, exist_ok=True)
             self.writers[table_name] = pq.ParquetWriter(path, table.schema, compression="snappy")
-        pending = self.pending.setdefault(table_name, [])
-        pending.append(table)
-        if sum(t.nbytes for t in pending) >= RAW_ROW_GROUP_BYTES:
+        self.pending.setdefault(table_name, []).append(table)
+        self.pending_bytes[table_name] += table.nbytes
+        if self.pending_bytes[table_name] >= RAW_ROW_GROUP_BYTES:
             self._flush(table_name)
 
     def _flush(self, table_name: str) -> None:
+        self.pending_bytes[table_name] = 0
         pending = self.pending.pop(table_name, [])
         if pending:
             table = pa.concat_tables(pending)
@@ -1070,9 +1072,10 @@ class Stager:
             )
             .toArrow()
         )
-        manifest = pa.Table.from_struct_array(
-            written.column("raw_ingested_files").combine_chunks()
-        ).sort_by([(c, "ascending") for c in RAW_SORT_ORDER if c != "record_offset"])
+        manifest = pa.Table.from_struct_array(written.column("raw_ingested_files").combine_chunks())
+        manifest = manifest.sort_by(
+            [(c, "ascending") for c in RAW_SORT_ORDER if c in manifest.column_names]
+        )
         self.log(f"  committing batch {batch_id}: its manifest rows")
         self._write_manifest(batch_id, manifest, ingested_at)
         reasons: dict[str, collections.Counter] = {}
