@@ -241,16 +241,6 @@ def supported_formats() -> tuple[str, ...]:
     return tuple(FORMATS)
 
 
-def option_choices(fmt: str) -> dict[str, tuple[Any, ...] | None]:
-    """Return the options a feed of format ``fmt`` accepts: ``{name: allowed values}``.
-
-    ``None`` takes any value. The table is the format's ``OPTIONS`` (its ``decoder.py``), from
-    the format page's option table. Raises KeyError for a format not in
-    :func:`supported_formats`.
-    """
-    return FORMATS[fmt].option_choices
-
-
 def _check_options(where: str, fmt: str, options: Mapping[str, Any]) -> None:
     """Fail fast on an option the format does not have, or a value it does not implement.
 

@@ -42,12 +42,13 @@ from python_udfs.records import RecordError as _Bad
 
 FORMAT = "goldengate_trail"
 
-#: Every option a ``goldengate_trail`` feed accepts (formats/goldengate_trail.md, *Uncertain
-#: points and options*): name → (default, the values this version implements; ``None``: any
-#: value of the option's kind). ``definitions`` is the sourcedefs file under the landing root;
-#: ``segments`` defaults to ``reassemble``, not the page's ``reject`` (issue 13). The decoder
-#: reads ``DEFAULT_OPTIONS`` and ``config.load_project`` checks ``OPTION_CHOICES``, both derived
-#: from this one table, so the check cannot drift from what the decoder reads.
+#: Every option a ``goldengate_trail`` feed accepts (formats/goldengate_trail.md, *Uncertain points
+#: and options*): name → (default, the values this version implements; ``None``: any value of the
+#: option's kind). ``definitions`` is the sourcedefs file under the landing root; ``segments``
+#: defaults to ``reassemble``, not the page's ``reject`` (issue 13). The decoder reads
+#: ``DEFAULT_OPTIONS`` and ``config.load_project`` checks its choices
+#: (``FeedFormat.option_choices``), both derived from this one table, so the check cannot drift
+#: from what the decoder reads.
 OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
     "byte_order": ("auto", ("auto", "big", "little")),
     "metadata_source": (None, ("auto",)),
@@ -64,9 +65,6 @@ OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
 #: Default of every option (``OPTIONS``).
 DEFAULT_OPTIONS: dict[str, Any] = {name: spec[0] for name, spec in OPTIONS.items()}
 #: Accepted values of every option (``OPTIONS``); ``None`` takes any value of its kind.
-OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
-    name: spec[1] for name, spec in OPTIONS.items()
-}
 
 
 #: Canonical operation of each IOType (formats/goldengate_trail.md, *IOType codes*).

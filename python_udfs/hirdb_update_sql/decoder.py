@@ -46,12 +46,12 @@ from python_udfs.records import DecodeResult, MetadataColumn, Reject
 
 FORMAT = "hirdb_update_sql"
 
-#: Every option a ``hirdb_update_sql`` feed accepts (formats/hirdb_update_sql.md, *Uncertain
-#: points and options*): name → (default, the values this version implements; ``None``: any
-#: value of the option's kind). ``encoding`` and ``source_time_zone`` are also checked as a
-#: codec and a time zone. The decoder reads ``DEFAULT_OPTIONS`` and ``config.load_project``
-#: checks ``OPTION_CHOICES``, both derived from this one table, so the check cannot drift from
-#: what the decoder reads.
+#: Every option a ``hirdb_update_sql`` feed accepts (formats/hirdb_update_sql.md, *Uncertain points
+#: and options*): name → (default, the values this version implements; ``None``: any value of the
+#: option's kind). ``encoding`` and ``source_time_zone`` are also checked as a codec and a time
+#: zone. The decoder reads ``DEFAULT_OPTIONS`` and ``config.load_project`` checks its choices
+#: (``FeedFormat.option_choices``), both derived from this one table, so the check cannot drift
+#: from what the decoder reads.
 OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
     "encoding": ("auto", None),
     "source_time_zone": ("UTC", None),
@@ -66,9 +66,6 @@ OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
 #: Default of every option (``OPTIONS``).
 DEFAULT_OPTIONS: dict[str, Any] = {name: spec[0] for name, spec in OPTIONS.items()}
 #: Accepted values of every option (``OPTIONS``); ``None`` takes any value of its kind.
-OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
-    name: spec[1] for name, spec in OPTIONS.items()
-}
 
 #: Encodings tried, in order, by ``encoding: auto`` (formats/hirdb_update_sql.md, *options*).
 AUTO_ENCODINGS = ("utf-8", "euc_jp", "cp932")

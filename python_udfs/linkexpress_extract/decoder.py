@@ -47,12 +47,12 @@ from python_udfs.records import RecordError as _Bad
 
 FORMAT = "linkexpress_extract"
 
-#: Every option a ``linkexpress_extract`` feed accepts (formats/linkexpress_extract.md,
-#: *Uncertain points and options*): name → (default, the values this version implements;
-#: ``None``: any value of the option's kind). ``unit`` (``auto``: read from the records) and
-#: ``difftype`` name the file layout. The decoder reads ``DEFAULT_OPTIONS`` and
-#: ``config.load_project`` checks ``OPTION_CHOICES``, both derived from this one table, so the
-#: check cannot drift from what the decoder reads.
+#: Every option a ``linkexpress_extract`` feed accepts (formats/linkexpress_extract.md, *Uncertain
+#: points and options*): name → (default, the values this version implements; ``None``: any value
+#: of the option's kind). ``unit`` (``auto``: read from the records) and ``difftype`` name the file
+#: layout. The decoder reads ``DEFAULT_OPTIONS`` and ``config.load_project`` checks its choices
+#: (``FeedFormat.option_choices``), both derived from this one table, so the check cannot drift
+#: from what the decoder reads.
 OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
     "unit": ("auto", ("auto", "table", "group")),
     "difftype": ("open", ("open", "jnl")),
@@ -74,9 +74,6 @@ OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
 #: Default of every option (``OPTIONS``).
 DEFAULT_OPTIONS: dict[str, Any] = {name: spec[0] for name, spec in OPTIONS.items()}
 #: Accepted values of every option (``OPTIONS``); ``None`` takes any value of its kind.
-OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
-    name: spec[1] for name, spec in OPTIONS.items()
-}
 
 OP_FULL, OP_INSERT, OP_UPDATE, OP_DELETE, OP_EMPTY, OP_COMMIT = 0, 1, 2, 3, 0xFFFF, 0x8000
 OPERATIONS = {

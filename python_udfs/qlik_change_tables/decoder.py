@@ -39,10 +39,10 @@ from python_udfs.records import DecodeResult, MetadataColumn, Reject
 FORMAT = "qlik_change_tables"
 
 #: Every option a ``qlik_change_tables`` feed accepts (formats/qlik_change_tables.md, *Uncertain
-#: points and options*): name → (default, the values this version implements; ``None``: any
-#: value of the option's kind). The decoder reads ``DEFAULT_OPTIONS`` and
-#: ``config.load_project`` checks ``OPTION_CHOICES``, both derived from this one table, so the
-#: check cannot drift from what the decoder reads.
+#: points and options*): name → (default, the values this version implements; ``None``: any value
+#: of the option's kind). The decoder reads ``DEFAULT_OPTIONS`` and ``config.load_project`` checks
+#: its choices (``FeedFormat.option_choices``), both derived from this one table, so the check
+#: cannot drift from what the decoder reads.
 OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
     "mask_bit_order": ("lsb_last_hex", ("lsb_last_hex", "lsb_first_byte")),
     "header_prefix": ("header__", None),
@@ -64,9 +64,6 @@ OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
 #: Default of every option (``OPTIONS``).
 DEFAULT_OPTIONS: dict[str, Any] = {name: spec[0] for name, spec in OPTIONS.items()}
 #: Accepted values of every option (``OPTIONS``); ``None`` takes any value of its kind.
-OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
-    name: spec[1] for name, spec in OPTIONS.items()
-}
 
 
 #: The default set of header columns, in order (a task may configure fewer).

@@ -43,11 +43,11 @@ from python_udfs.records import DecodeResult, FrameChains, MetadataColumn, Rejec
 FORMAT = "qlik_kafka"
 
 #: Every option a ``qlik_kafka`` feed accepts (formats/qlik_kafka_messages.md, *Uncertain points
-#: and options*): name → (default, the values this version implements; ``None``: any value of
-#: the option's kind). ``schema_dir`` is the folder of ``<id>.avsc`` files under the feed's
-#: landing folder. The decoder reads ``DEFAULT_OPTIONS`` and ``config.load_project`` checks
-#: ``OPTION_CHOICES``, both derived from this one table, so the check cannot drift from what the
-#: decoder reads.
+#: and options*): name → (default, the values this version implements; ``None``: any value of the
+#: option's kind). ``schema_dir`` is the folder of ``<id>.avsc`` files under the feed's landing
+#: folder. The decoder reads ``DEFAULT_OPTIONS`` and ``config.load_project`` checks its choices
+#: (``FeedFormat.option_choices``), both derived from this one table, so the check cannot drift
+#: from what the decoder reads.
 OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
     "mask_bit_order": ("lsb_last_hex", ("lsb_last_hex", "lsb_first_byte")),
     "topic_tables": ({}, None),
@@ -62,9 +62,6 @@ OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
 #: Default of every option (``OPTIONS``).
 DEFAULT_OPTIONS: dict[str, Any] = {name: spec[0] for name, spec in OPTIONS.items()}
 #: Accepted values of every option (``OPTIONS``); ``None`` takes any value of its kind.
-OPTION_CHOICES: dict[str, tuple[Any, ...] | None] = {
-    name: spec[1] for name, spec in OPTIONS.items()
-}
 
 
 OPERATIONS = ("INSERT", "UPDATE", "DELETE", "REFRESH")
