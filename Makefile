@@ -53,7 +53,6 @@ lock:
 ## (issue 15), then the per-format detail scripts (not part of the tests).
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/format_throughput.py
-	$(BIN)/python benchmarks/staging_throughput.py
 	$(BIN)/python benchmarks/goldengate_throughput.py
 	$(BIN)/python benchmarks/japanese_throughput.py
 

@@ -489,6 +489,25 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     )
 
 
+def _stamped(table: pa.Table, ingested_at: dt.datetime) -> pa.Table:
+    """Return ``table`` (a raw table's schema) with every row's ``ingested_at`` set."""
+    stamp = pa.repeat(pa.scalar(ingested_at, TS), table.num_rows)
+    return table.set_column(table.schema.get_field_index("ingested_at"), "ingested_at", stamp)
+
+
+def _write_file_in_place(table: pa.Table, folder: Path, name: str) -> None:
+    """Write ``table`` as ``folder/name``, whole or not at all.
+
+    It is written as ``_<name>.tmp`` first (a name Spark and pyarrow skip), then renamed.
+    """
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    temporary = folder / f"_{name}.tmp"
+    pq.write_table(table, temporary, compression="snappy")
+    os.replace(temporary, folder / name)
+
+
 class _BatchFiles:
     """The parquet files one staging task writes into this batch's partition of each raw table.
 
@@ -515,8 +534,7 @@ class _BatchFiles:
 
         if self.name is None:
             self.name = "part-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
-        stamp = pa.repeat(pa.scalar(self.ingested_at, TS), table.num_rows)
-        table = table.set_column(table.schema.get_field_index("ingested_at"), "ingested_at", stamp)
+        table = _stamped(table, self.ingested_at)
         if table_name not in self.writers:
             path = self._path(table_name, temporary=True)
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -639,16 +657,11 @@ class Stager:
         pyarrow (no Spark job) under a temporary name and renamed into place, so a table has
         its schema before it has data.
         """
-        import pyarrow.parquet as pq
-
         for table in RAW_TABLES:
             folder = self._table_path(table) / f"ingest_batch_id={SCHEMA_PARTITION}"
-            if folder.is_dir() and any(folder.glob("*.parquet")):
-                continue
-            folder.mkdir(parents=True, exist_ok=True)
-            temporary = folder / "_schema.parquet.tmp"
-            pq.write_table(arrow_schema(table).empty_table(), temporary, compression="snappy")
-            os.replace(temporary, folder / "part-00000-schema.parquet")
+            if not (folder.is_dir() and any(folder.glob("*.parquet"))):
+                empty = arrow_schema(table).empty_table()
+                _write_file_in_place(empty, folder, "part-00000-schema.parquet")
 
     def committed_batches(self) -> set[str]:
         """Return the ids of batches whose manifest rows were written (committed batches).
@@ -984,17 +997,9 @@ class Stager:
         batch's manifest rows or none (readers skip ``_`` files; ``build_state`` counts a
         batch committed once its folder holds a ``.parquet`` file).
         """
-        import pyarrow.parquet as pq
-
-        schema = arrow_schema("raw_ingested_files")
-        stamp = pa.repeat(pa.scalar(ingested_at, TS), manifest.num_rows)
-        manifest = _conform(manifest, schema)
-        manifest = manifest.set_column(schema.get_field_index("ingested_at"), "ingested_at", stamp)
+        manifest = _stamped(_conform(manifest, arrow_schema("raw_ingested_files")), ingested_at)
         folder = self._table_path("raw_ingested_files") / f"ingest_batch_id={batch_id}"
-        folder.mkdir(parents=True, exist_ok=True)
-        temporary = folder / "_manifest.parquet.tmp"
-        pq.write_table(manifest, temporary, compression="snappy")
-        os.replace(temporary, folder / "part-00000-manifest.parquet")
+        _write_file_in_place(manifest, folder, "part-00000-manifest.parquet")
 
     def _commit_batch(
         self, summary: StageSummary, candidates: list[Candidate], committed: set[str]
