@@ -9,8 +9,10 @@ One run of :func:`stage` is one *ingest batch* (id ``YYYYMMDDTHHMMSSffffff``, UT
 2. for formats with a metadata pass (``FeedFormat.scan_metadata``: Kafka MD messages), a first
    Spark pass collects the batch's metadata, so that data messages can be resolved whatever
    file order they arrive in;
-3. Spark reads the files (``binaryFile``) and runs the pure-Python decoders over them in
-   parallel with ``mapInArrow``; each task writes its rows with pyarrow, once, as partition
+3. Spark spreads the candidate files over tasks and runs the pure-Python decoders over them
+   in parallel with ``mapInArrow``; each task reads its files from the landing folder itself
+   (:func:`candidate_bytes`: the bytes never pass through the JVM or a shuffle) and writes
+   its rows with pyarrow, once, as partition
    ``ingest_batch_id=<id>`` of the format's raw table, ``raw_rejects`` and ``raw_metadata``
    (one parquet file per table and task, :func:`make_write_udf`); the rows never pass
    through the JVM, and only the manifest rows come back to the driver;
@@ -559,13 +561,23 @@ class _BatchFiles:
             os.replace(self._path(table_name, True), self._path(table_name, False))
 
 
+def candidate_bytes(candidate: Mapping[str, Any]) -> bytes:
+    """Read a candidate file's bytes (``candidate["path"]``, an absolute local path).
+
+    Called by the staging task that decodes the file. Raises OSError when the file cannot be
+    read (a file removed after the batch was planned fails the batch; the next run plans again).
+    """
+    with open(candidate["path"], "rb") as handle:
+        return handle.read()
+
+
 def make_write_udf(
     contexts: Mapping[str, Mapping[str, Any]], raw_root: str, batch_id: str, ingested_at
 ) -> Callable:
     """Return the ``mapInArrow`` function of the decode-and-write pass.
 
-    Candidate rows with ``content`` in, sorted by feed, file and start within the task: each
-    file is decoded (:func:`file_tables`) and its rows of every raw table but the manifest are
+    Candidate rows in (:class:`Candidate` fields), sorted by feed, file and start within the
+    task: each file is read (:func:`candidate_bytes`) and decoded (:func:`file_tables`), and its rows of every raw table but the manifest are
     written by the task itself into batch ``batch_id``'s partition of the table under
     ``raw_root`` (:class:`_BatchFiles`), once, without passing through the JVM; out comes one
     row per file (:func:`written_schema`): its manifest row and its rejects by reason, which
@@ -578,8 +590,7 @@ def make_write_udf(
         for batch in batches:
             out = []
             for record in batch.to_pylist():
-                content = record.pop("content")
-                tables = file_tables(record, content, contexts[record["feed"]])
+                tables = file_tables(record, candidate_bytes(record), contexts[record["feed"]])
                 key = f"{record['feed']}\0{record['source_file']}\0{record['start']}"
                 for table_name, table in tables.items():
                     if table_name != "raw_ingested_files":
@@ -603,8 +614,9 @@ def make_write_udf(
 def make_metadata_udf() -> Callable:
     """Return the ``mapInArrow`` function of the metadata pass.
 
-    Candidate rows with ``content`` → ``raw_metadata`` rows of the columns each format's
-    :attr:`FeedFormat.scan_metadata` finds (Kafka MD messages).
+    Candidate rows → ``raw_metadata`` rows of the columns each format's
+    :attr:`FeedFormat.scan_metadata` finds (Kafka MD messages) in the file
+    (:func:`candidate_bytes`).
     """
     schema = pa.schema(RAW_TABLES["raw_metadata"])
 
@@ -612,7 +624,7 @@ def make_metadata_udf() -> Callable:
         for batch in batches:
             for record in batch.to_pylist():
                 columns = FORMATS[record["format"]].scan_metadata(
-                    record["content"], record["source_file"], record["start"]
+                    candidate_bytes(record), record["source_file"], record["start"]
                 )
                 rows = [
                     dict(asdict(c), feed=record["feed"], source_file=record["source_file"])
@@ -1037,27 +1049,16 @@ class Stager:
             ],
             from_arrow_schema(cand_schema),
         )
-        files = (
-            spark.read.format("binaryFile")
-            .load([c.path for c in candidates])
-            # binaryFile reports `file:/abs/path`; candidates hold `/abs/path`
-            .select(F.regexp_replace("path", "^file:", "").alias("path"), "content")
-        )
         parallelism = max(1, min(len(candidates), spark.sparkContext.defaultParallelism * 2))
-        # Spark's file scan yields no row for a zero-length file: an empty file is read as no
-        # bytes, so it gets its manifest row and is not listed as new on every run
-        joined = (
-            cand_df.join(files, "path", "left")
-            .withColumn("content", F.coalesce("content", F.lit(b"")))
-            .drop("path")
-            .repartition(parallelism, "source_file")
-        )
+        # the rows are the candidates alone: each task reads its files itself
+        # (candidate_bytes), so no file's bytes cross the JVM or a shuffle
+        spread = cand_df.repartition(parallelism, "source_file")
         scanned_metadata: list[tuple[MetadataColumn, str]] = []
         scanned = sorted({c.format for c in candidates if FORMATS[c.format].scan_metadata})
         if scanned:
             known = self.known_metadata(committed)
             meta_rows = (
-                joined.where(F.col("format").isin(scanned))
+                spread.where(F.col("format").isin(scanned))
                 .mapInArrow(
                     make_metadata_udf(), from_arrow_schema(pa.schema(RAW_TABLES["raw_metadata"]))
                 )
@@ -1070,7 +1071,7 @@ class Stager:
         # each task decodes its files in feed, file and offset order and writes the raw
         # tables' files of this batch itself (make_write_udf); only the manifest rows come back
         written = (
-            joined.sortWithinPartitions("feed", "source_file", "start")
+            spread.sortWithinPartitions("feed", "source_file", "start")
             .mapInArrow(
                 make_write_udf(contexts, str(self.raw_root), batch_id, ingested_at),
                 from_arrow_schema(written_schema()),

@@ -1,7 +1,8 @@
 """Damaged files of every format through the staging path (issue 14, item 7).
 
 Not the decoder functions alone: each damaged file goes through what a staging task runs, as
-Spark hands it over (an Arrow batch of candidate rows with ``content``): the Kafka metadata
+Spark hands it over (an Arrow batch of candidate rows; the task reads each file itself): the
+Kafka metadata
 pre-pass (``make_metadata_udf``), the decoder contexts built from the project's feeds and
 seeds (``Stager.contexts``), the decode pass with its manifest row, prefix hash and safety net
 (``file_tables`` → ``file_outputs``), and the conversion to each raw table's Arrow schema.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
+import tempfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -108,7 +110,7 @@ def corpus(tmp_path_factory, samples) -> Corpus:
 
 
 def _candidate(corpus: Corpus, feed: str, path: Path, final: bool) -> dict:
-    """The candidate row staging plans for a new file of ``feed`` (without ``content``)."""
+    """The candidate row staging plans for a new file of ``feed``."""
     config = corpus.stager.config
     fmt = config.feeds[feed].format
     return {
@@ -137,17 +139,20 @@ def stage_file(corpus: Corpus, feed: str, path: Path, content: bytes, final: boo
     config = corpus.stager.config
     fmt = config.feeds[feed].format
     candidate = _candidate(corpus, feed, path, final)
-    batch = pa.RecordBatch.from_pylist([{**candidate, "content": content}])
     metadata = []
     if fmt == "qlik_kafka":
         others = [
-            {**candidate, "source_file": p.name, "content": b}
-            for f, p, b in corpus.files
+            {**candidate, "source_file": p.name, "path": str(p)}
+            for f, p, _ in corpus.files
             if f == feed and p != path
         ]
-        scan = make_metadata_udf()
-        for out in scan([batch, *([pa.RecordBatch.from_pylist(others)] if others else [])]):
-            metadata += [(_metadata_from_row(r), r["feed"]) for r in out.to_pylist()]
+        with tempfile.TemporaryDirectory() as folder:  # the task reads the damaged bytes
+            damaged = Path(folder) / path.name
+            damaged.write_bytes(content)
+            batch = pa.RecordBatch.from_pylist([{**candidate, "path": str(damaged)}])
+            scan = make_metadata_udf()
+            for out in scan([batch, *([pa.RecordBatch.from_pylist(others)] if others else [])]):
+                metadata += [(_metadata_from_row(r), r["feed"]) for r in out.to_pylist()]
     tables = file_tables(candidate, content, corpus.stager.contexts(metadata)[feed])
     return [
         {"kind": kind, kind: row} for kind, table in tables.items() for row in table.to_pylist()
@@ -344,21 +349,21 @@ def test_staging_tasks_write_what_the_reference_decoders_give_once_and_a_retry_r
     being written; no temporary file is left; a task run again (a Spark retry) writes the same
     files under the same names."""
     records = sorted(
-        ({**_candidate(corpus, f, p, True), "content": b} for f, p, b in corpus.files),
+        (_candidate(corpus, f, p, True) for f, p, _ in corpus.files),
         key=lambda r: (r["feed"], r["source_file"]),
     )
+    content = {str(p): b for _, p, b in corpus.files}
     scanned = [
         (column, r["feed"])
         for r in records
         if FORMATS[r["format"]].scan_metadata is not None
-        for column in FORMATS[r["format"]].scan_metadata(r["content"], r["source_file"], 0)
+        for column in FORMATS[r["format"]].scan_metadata(content[r["path"]], r["source_file"], 0)
     ]
     contexts = corpus.stager.contexts(scanned)
     stamp = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
     reference: dict[str, list[dict]] = {}
     for record in records:
-        candidate = {k: v for k, v in record.items() if k != "content"}
-        for item in file_outputs(candidate, record["content"], contexts[record["feed"]]):
+        for item in file_outputs(record, content[record["path"]], contexts[record["feed"]]):
             reference.setdefault(item["kind"], []).append(item[item["kind"]])
     reference = {  # through each table's schema, as the files hold them
         kind: pa.Table.from_pylist(rows, schema=arrow_schema(kind)).to_pylist()
