@@ -20,8 +20,11 @@
 
 -- depends_on: {{ ref('change_log') }}
 
+{#- whether only some deliveries are checked: on a first run (or var cdc_test_scope: all)
+    every delivery is, and the repeats are found without matching them to the checked ones -#}
+{%- set scoped = execute and cdc_new_batches_predicate() != 'true' %}
 {%- set position_floor = 'true' %}
-{%- if execute and cdc_new_batches_predicate() != 'true' %}
+{%- if scoped %}
     {%- set floor_query %}
         select feed, min(header__change_seq)
         from {{ source('qlik_change_tables', 'raw_qlik_change_tables') }}
@@ -93,6 +96,7 @@ delivered_positions as (
     from kafka_messages
 ),
 
+{%- if scoped %}
 new_positions as (
     select distinct
         feed,
@@ -101,6 +105,7 @@ new_positions as (
     from delivered_positions
     where {{ cdc_new_batches_predicate() }}
 ),
+{%- endif %}
 
 repeated_positions as (
     -- the checked positions delivered more than once, the only ones that can conflict: none,
@@ -110,6 +115,7 @@ repeated_positions as (
         change_position,
         operation
     from delivered_positions
+    {%- if scoped %}
     where (feed, change_position, operation) in (
         select
             new_positions.feed,
@@ -117,6 +123,7 @@ repeated_positions as (
             new_positions.operation
         from new_positions
     )
+    {%- endif %}
     group by feed, change_position, operation
     having count(*) > 1
 ),
