@@ -556,6 +556,36 @@ class _BatchFiles:
             os.replace(self._path(table_name, True), self._path(table_name, False))
 
 
+def task_groups(candidates: list[Candidate], tasks: int) -> list[list[Candidate]]:
+    """Spread ``candidates`` over at most ``tasks`` staging tasks of about equal work.
+
+    The work of a file is the bytes left to decode (its size, or ``end``, less ``start``; a
+    file the driver cannot stat counts as empty). The largest file goes to the task with the
+    least work so far (longest processing time first). Each group is in feed, file and start
+    order, the order a task decodes and writes in (ADR 0010, ADR 0014); empty groups are
+    dropped.
+    """
+
+    def work(candidate: Candidate) -> int:
+        try:
+            size = os.stat(candidate.path).st_size
+        except OSError:
+            size = 0
+        end = size if candidate.end is None else min(candidate.end, size)
+        return max(0, end - candidate.start)
+
+    groups: list[list[Candidate]] = [[] for _ in range(max(1, tasks))]
+    loads = [0] * len(groups)
+    for size, candidate in sorted(
+        ((work(c), c) for c in candidates), key=lambda pair: (-pair[0], pair[1].source_file)
+    ):
+        lightest = loads.index(min(loads))
+        groups[lightest].append(candidate)
+        loads[lightest] += size
+    order = lambda c: (c.feed, c.source_file, c.start)  # noqa: E731
+    return [sorted(group, key=order) for group in groups if group]
+
+
 def candidate_bytes(candidate: Mapping[str, Any]) -> bytes:
     """Read a candidate file's bytes (``candidate["path"]``, an absolute local path).
 
@@ -1037,17 +1067,18 @@ class Stager:
                 ("ranges", pa.list_(pa.struct([("start", I64), ("end", I64)]))),
             ]
         )
-        cand_df = spark.createDataFrame(
-            [
-                dict(asdict(c), ranges=[{"start": a, "end": b} for a, b in c.ranges])
-                for c in candidates
-            ],
+        # one partition per task group (parallelize gives each of n elements a slice of its
+        # own); the rows are the candidates alone: each task reads its files itself
+        # (candidate_bytes), so no file's bytes cross the JVM or a shuffle
+        groups = [
+            [dict(asdict(c), ranges=[{"start": a, "end": b} for a, b in c.ranges]) for c in group]
+            for group in task_groups(candidates, spark.sparkContext.defaultParallelism * 2)
+        ]
+        parallelism = len(groups)
+        spread = spark.createDataFrame(
+            spark.sparkContext.parallelize(groups, parallelism).flatMap(lambda group: group),
             from_arrow_schema(cand_schema),
         )
-        parallelism = max(1, min(len(candidates), spark.sparkContext.defaultParallelism * 2))
-        # the rows are the candidates alone: each task reads its files itself
-        # (candidate_bytes), so no file's bytes cross the JVM or a shuffle
-        spread = cand_df.repartition(parallelism, "source_file")
         scanned_metadata: list[tuple[MetadataColumn, str]] = []
         scanned = sorted({c.format for c in candidates if FORMATS[c.format].scan_metadata})
         if scanned:
@@ -1063,16 +1094,13 @@ class Stager:
         contexts = self.contexts(scanned_metadata)
         ingested_at = dt.datetime.now(dt.UTC)
         self.log(f"  decoding {len(candidates)} file(s) on {parallelism} task(s)")
-        # each task decodes its files in feed, file and offset order and writes the raw
-        # tables' files of this batch itself (make_write_udf); only the manifest rows come back
-        written = (
-            spread.sortWithinPartitions("feed", "source_file", "start")
-            .mapInArrow(
-                make_write_udf(contexts, str(self.raw_root), batch_id, ingested_at),
-                from_arrow_schema(written_schema()),
-            )
-            .toArrow()
-        )
+        # each task decodes its files in feed, file and offset order (task_groups) and writes
+        # the raw tables' files of this batch itself (make_write_udf); only the manifest rows
+        # come back
+        written = spread.mapInArrow(
+            make_write_udf(contexts, str(self.raw_root), batch_id, ingested_at),
+            from_arrow_schema(written_schema()),
+        ).toArrow()
         manifest = pa.Table.from_struct_array(written.column("raw_ingested_files").combine_chunks())
         manifest = manifest.sort_by(
             [(c, "ascending") for c in RAW_SORT_ORDER if c in manifest.column_names]

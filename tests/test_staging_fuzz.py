@@ -401,3 +401,31 @@ def test_staging_tasks_write_what_the_reference_decoders_give_once_and_a_retry_r
         assert sorted(rows, key=key) == sorted(want, key=key)
     again, files_again = run_tasks()
     assert again == back and files_again == files
+
+
+def test_task_groups_balance_the_bytes_to_decode_and_keep_file_order(tmp_path):
+    """Staging spreads the batch's files over its tasks by the bytes each has left to decode
+    (largest first onto the lightest task), drops empty tasks, and hands every task its files
+    in feed, file and start order; a file read from an offset counts only what is left."""
+    from python_udfs.staging import Candidate, task_groups
+
+    def candidate(name: str, size: int, start: int = 0, feed: str = "f") -> Candidate:
+        path = tmp_path / name
+        path.write_bytes(b"x" * size)
+        stamp = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+        return Candidate(feed, "qlik_kafka", str(path), name, stamp, start, 0, None, None)
+
+    files = [
+        candidate("a", 900),
+        candidate("b", 500),
+        candidate("c", 400),
+        candidate("d", 1000, start=700),  # 300 bytes left
+        candidate("e", 100, feed="e"),
+    ]
+    groups = task_groups(files, 2)
+    # a 900, b 500, c 400 + b, d 300 + a (a tie goes to the first), e 100 + the lighter
+    assert [[c.source_file for c in g] for g in groups] == [["a", "d"], ["e", "b", "c"]]
+    assert task_groups(files[:1], 4) == [[files[0]]]
+    for group in task_groups(files, 3):
+        keys = [(c.feed, c.source_file, c.start) for c in group]
+        assert keys == sorted(keys)
