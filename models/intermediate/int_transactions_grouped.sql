@@ -30,10 +30,8 @@ completeness as (
     select
         concat_ws(':', feed, transaction_id) as transaction_key,
         *,
-        marker_count = 0 or (
-            end_sequence is not null
-            and distinct_sequence_count >= end_sequence
-        ) as is_complete
+        {{ cdc_transaction_is_complete('marker_count', 'end_sequence', 'distinct_sequence_count') }}
+            as is_complete
     from transactions
 )
 
