@@ -363,3 +363,21 @@ def test_extra_spark_settings_are_parsed_and_a_bad_one_names_itself(
     code, err = _run(project, monkeypatch, tmp_path, capsys, "sql", "select 1")
     assert code == 2 and err.count("\n") == 1
     assert "CDC_SPARK_CONF: 'shuffle.partitions=2' is not a Spark setting" in err
+
+
+def test_the_driver_collects_garbage_in_parallel_unless_the_java_options_choose(
+    monkeypatch, tmp_path
+):
+    """The embedded engine's JVM uses the parallel collector; CDC_SPARK_JAVA_OPTIONS that
+    choose a collector replace it (two choices would stop the JVM), other options add to it."""
+    from python_udfs.spark import spark_conf
+
+    def options() -> list[str]:
+        return spark_conf(tmp_path / "lake")["spark.driver.extraJavaOptions"].split()
+
+    monkeypatch.delenv("CDC_SPARK_JAVA_OPTIONS", raising=False)
+    assert "-XX:+UseParallelGC" in options()
+    monkeypatch.setenv("CDC_SPARK_JAVA_OPTIONS", "-XX:SharedArchiveFile=spark.jsa")
+    assert {"-XX:+UseParallelGC", "-XX:SharedArchiveFile=spark.jsa"} <= set(options())
+    monkeypatch.setenv("CDC_SPARK_JAVA_OPTIONS", "-Xss4m -XX:+UseG1GC")
+    assert [o for o in options() if o.endswith("GC")] == ["-XX:+UseG1GC"]
