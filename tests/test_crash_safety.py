@@ -75,12 +75,18 @@ def write_workloads(src: Path, seed: int) -> dict:
 
 
 def _killed_run(project: Path, landing: Path, lake: Path, marker: str) -> None:
-    """Start `cdc run` and SIGKILL its process group when ``marker`` appears in its output."""
+    """Start `cdc run` and SIGKILL its process group when ``marker`` appears in its output.
+
+    Its staging decodes on Spark's tasks whatever the batch's size (a small batch is decoded
+    in the driver process otherwise), so the kills land while tasks write the raw tables; the
+    uninterrupted runs it is compared with decode in the driver process.
+    """
     env = {
         **os.environ,
         "CDC_LANDING_ROOT": str(landing),
         "CDC_LAKE_ROOT": str(lake),
         "PYTHONUNBUFFERED": "1",
+        "CDC_STAGE_IN_PROCESS_BYTES": "0",
     }
     proc = subprocess.Popen(
         # --verbose: the kill points are lines of dbt's own output
