@@ -7,10 +7,12 @@ One run of :func:`stage` is one *ingest batch* (id ``YYYYMMDDTHHMMSSffffff``, UT
    without reading; new files are read from byte 0; files that grew are read from where the
    last run stopped, after checking that the SHA-256 of the ingested prefix is unchanged;
 2. for formats with a metadata pass (``FeedFormat.scan_metadata``: Kafka MD messages), a first
-   Spark pass collects the batch's metadata, so that data messages can be resolved whatever
-   file order they arrive in;
-3. Spark spreads the candidate files over tasks and runs the pure-Python decoders over them
-   in parallel with ``mapInArrow``; each task reads its files from the landing folder itself
+   pass collects the batch's metadata, so that data messages can be resolved whatever file
+   order they arrive in;
+3. Spark spreads the candidate files over tasks (:func:`task_groups`) and runs the
+   pure-Python decoders over them in parallel with ``mapInArrow`` (a batch of at most
+   :data:`IN_PROCESS_BYTES` runs the same task functions in this process instead, without a
+   Spark job); each task reads its files from the landing folder itself
    (:func:`candidate_bytes`: the bytes never pass through the JVM or a shuffle) and writes
    its rows with pyarrow, once, as partition
    ``ingest_batch_id=<id>`` of the format's raw table, ``raw_rejects`` and ``raw_metadata``
@@ -612,8 +614,8 @@ def make_write_udf(
     """Return the ``mapInArrow`` function of the decode-and-write pass.
 
     Candidate rows in (:class:`Candidate` fields), sorted by feed, file and start within the
-    task: each file is read (:func:`candidate_bytes`) and decoded (:func:`file_tables`), and its rows of every raw table but the manifest are
-    written by the task itself into batch ``batch_id``'s partition of the table under
+    task: each file is read (:func:`candidate_bytes`) and decoded (:func:`file_tables`), and
+    its rows of every raw table but the manifest are written by the task itself into batch ``batch_id``'s partition of the table under
     ``raw_root`` (:class:`_BatchFiles`), once, without passing through the JVM; out comes one
     row per file (:func:`written_schema`): its manifest row and its rejects by reason, which
     the driver writes as the manifest after every task finished (the batch's commit).
@@ -1077,12 +1079,14 @@ class Stager:
                 ("ranges", pa.list_(pa.struct([("start", I64), ("end", I64)]))),
             ]
         )
-        groups = [
-            [dict(asdict(c), ranges=[{"start": a, "end": b} for a, b in c.ranges]) for c in group]
-            for group in task_groups(candidates, spark.sparkContext.defaultParallelism * 2)
-        ]
         limit = int(os.environ.get("CDC_STAGE_IN_PROCESS_BYTES", IN_PROCESS_BYTES))
         in_process = sum(work_bytes(c) for c in candidates) <= limit
+        # in this process, one task: one file per raw table for a small batch
+        tasks = 1 if in_process else spark.sparkContext.defaultParallelism * 2
+        groups = [
+            [dict(asdict(c), ranges=[{"start": a, "end": b} for a, b in c.ranges]) for c in group]
+            for group in task_groups(candidates, tasks)
+        ]
         # on Spark: one partition per task group (parallelize gives each of n elements a slice
         # of its own); the rows are the candidates alone: each task reads its files itself
         # (candidate_bytes), so no file's bytes cross the JVM or a shuffle
