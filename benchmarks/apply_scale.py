@@ -381,6 +381,9 @@ def measure(args: argparse.Namespace, events: int, work: Path) -> dict[str, tupl
         make_project(work)  # the dbt project copy the end-to-end tests use, in work/project
     else:  # the catalog of the simulated tables, and their typed models (as cdc scaffold does)
         make_project(work, demo_feeds_yaml(), seeds=catalog_rows(FEEDS, tables_per_feed))
+        # the demo's own typed models describe the same model names (its feeds, its tables):
+        # dbt refuses a second description even of a disabled model, so the copy drops them
+        shutil.rmtree(work / "project" / "models" / "marts" / "tables" / "demo")
         write_typed_models(load_project(work / "project", check_paths=False))
     env = {
         **os.environ,
