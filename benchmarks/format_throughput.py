@@ -11,15 +11,22 @@ them). Then, per format:
 2. ``cdc stage`` of the same files into a fresh lake (Spark local, all cores; JVM start, the
    manifest and the raw-table writes included): records/s, records/s per core and MB/s.
 
+``--profile N`` decodes each format's files once more under ``cProfile`` (not timed: the
+profiler slows Python calls several times) and prints the N functions with the most time of
+their own, which is where a format's decoding time goes.
+
     .venv/bin/python benchmarks/format_throughput.py [--records 1000000] [--workdir DIR]
-        [--formats qlik_change_tables,goldengate_trail]
+        [--formats qlik_change_tables,goldengate_trail] [--profile 12]
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import dataclasses
+import io
 import os
+import pstats
 import shutil
 import sys
 import tempfile
@@ -35,8 +42,13 @@ from benchmarks.apply_scale import CORES, FEEDS, land, manifest_rows, run_step, 
 from tests.spark_project import make_project  # noqa: E402
 
 
-def decoder_alone(config, feed: str, folder: Path) -> list[tuple[str, int, int, float]]:
-    """Decode every file of ``folder`` on this core; ``[(path label, records, rejects, s)]``."""
+def decoder_alone(
+    config, feed: str, folder: Path, reference: bool = True
+) -> list[tuple[str, int, int, float]]:
+    """Decode every file of ``folder`` on this core; ``[(path label, records, rejects, s)]``.
+
+    ``reference`` also times the per-record reference path where a faster one sits beside it.
+    """
     spec = FORMATS[config.feeds[feed].format]
     files = list(list_landing_files(folder, spec.name))
     scanned = []  # the metadata pass (Kafka MD messages) is a pass of its own: not timed
@@ -47,7 +59,9 @@ def decoder_alone(config, feed: str, folder: Path) -> list[tuple[str, int, int, 
     stager = Stager(None, dataclasses.replace(config, feeds={feed: feed_config}))
     context = stager.contexts(scanned)[feed]
     paths = [("", True)] + (
-        [("per record, the reference", False)] if spec.name == "qlik_change_tables" else []
+        [("per record, the reference", False)]
+        if reference and spec.name == "qlik_change_tables"
+        else []
     )
     out = []
     for label, columnar in paths:
@@ -71,12 +85,31 @@ def decoder_alone(config, feed: str, folder: Path) -> list[tuple[str, int, int, 
     return out
 
 
+def profile(config, feed: str, folder: Path, top: int) -> str:
+    """Decode ``folder``'s files once under cProfile; the ``top`` functions by their own time."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    decoder_alone(config, feed, folder, reference=False)
+    profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.strip_dirs().sort_stats("tottime").print_stats(top)
+    return out.getvalue().strip()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000, help="change records per format")
     parser.add_argument("--keys", type=int, default=1_000_000, help="primary keys, all formats")
     parser.add_argument("--formats", default=",".join(FEEDS.values()))
     parser.add_argument("--workdir", type=Path, help="keep files here (default: a temp folder)")
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="print each decoder's N hottest functions",
+    )
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="cdc-formats-"))
     for name in ("project", "landing", "lake", "src", "increment_landed"):
@@ -116,6 +149,9 @@ def main() -> None:
             f"{staged / wall / CORES:19,.0f} {size / wall / CORES:14.2f}",
             flush=True,
         )
+        if args.profile:
+            print(f"{fmt}: decoder alone under cProfile, by own time")
+            print(profile(config, feed, landing / feed, args.profile), flush=True)
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ def canonical_decimal(value: object, scale: int) -> str:
     if quantized != number:
         raise ValueError(f"{value!r} has more than {scale} fraction digits")
     text = format(quantized, "f")
-    return "0" + text[1:] if text.startswith("-0") and quantized == 0 else text
+    return text[1:] if text.startswith("-") and quantized == 0 else text  # -0.00 is 0.00
 
 
 def packed_decimal(nibbles: str, scale: int) -> str:

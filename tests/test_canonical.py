@@ -25,6 +25,9 @@ from simulator.linkexpress_extract import _packed
         ("-0.10", 2, "-0.10"),
         (Decimal("3"), 0, "3"),
         ("1.230", 2, "1.23"),
+        ("-0.00", 2, "0.00"),  # a negative zero is zero (it was "00.00")
+        ("-0", 0, "0"),
+        (Decimal("-0.000"), 2, "0.00"),
     ],
 )
 def test_decimal_has_exactly_the_declared_scale(value, scale, expected):

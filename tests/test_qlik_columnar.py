@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import shutil
 from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 from python_udfs.qlik_change_tables.decoder import decode_change_table_file
 from python_udfs.records import MetadataColumn
@@ -195,3 +198,216 @@ def test_the_simulators_parquet_change_tables_decode_alike(tmp_path):
         assert columnar.table is not None, name
         assert _rows(columnar) == reference.rows and reference.rejects == []
         assert columnar.metadata == reference.metadata
+
+
+# Delimited text (pyarrow.csv): the same rows as the per-record path, which stays the reference
+# for every file the columnar path cannot be sure of.
+
+CSV_HEADER = (
+    "header__change_seq,header__change_oper,header__change_mask,header__stream_position,"
+    "header__operation,header__transaction_id,header__timestamp,ID,NAME,AMOUNT,AT\n"
+)
+CSV_COLUMNS = [
+    ("ID", "INT8", 0),
+    ("NAME", "STRING", 0),
+    ("AMOUNT", "NUMERIC", 2),
+    ("AT", "DATETIME", 0),
+]
+
+
+def _csv_catalog():
+    return {
+        ("S", "T"): [
+            MetadataColumn("S", "T", None, name, i, kind, None, 18, scale, int(i == 1), None, "c")
+            for i, (name, kind, scale) in enumerate(CSV_COLUMNS, start=1)
+        ]
+    }
+
+
+def _csv_record(seq: int, oper: str, values: str, mask: str = "0F") -> str:
+    operation = {"I": "INSERT", "U": "UPDATE", "D": "DELETE", "B": "BEFOREIMAGE"}[oper]
+    return (
+        f'"{SEQ.format(seq)}","{oper}",{mask},"LSN:{seq}","{operation}","0001",'
+        f"2024-03-01 08:00:00.{seq:06d},{values}\n"
+    )
+
+
+#: Records the per-record path reads as rows: quoted and bare values, a doubled quote, a line
+#: feed inside a quoted value, NULL (a bare empty value) against "" (a quoted one), Qlik's
+#: seven fraction digits, a before image with its UPDATE.
+CSV_RECORDS = (
+    _csv_record(1, "I", '1,"Ann",10.5,2023-01-24 04:26:15.0000000')
+    + _csv_record(2, "I", '-02,"Quinn ""Q""",,2023-01-24 04:26:15.1234567')
+    + _csv_record(3, "B", '3,"two\nlines",0.00,1999-12-31 23:59:59', mask="")
+    + _csv_record(3, "U", '3,"",-0.00,2000-01-01 00:00:00.000001')
+    + _csv_record(4, "D", "4,plain,7,2024-02-29 12:00:00", mask="")
+)
+CSV_NAME = "S.T__ct/20240301-080000000.csv"
+
+
+def _csv_both(text: str, **kwargs):
+    kwargs.setdefault("catalog", _csv_catalog())
+    return _both(text.encode("utf-8"), file_name=CSV_NAME, **kwargs)
+
+
+def _same(columnar, reference) -> None:
+    assert _rows(columnar) == reference.rows
+    assert (columnar.rejects, columnar.warnings) == (reference.rejects, reference.warnings)
+    assert columnar.consumed_end == reference.consumed_end
+
+
+@pytest.mark.parametrize("trailing_line_feed", [True, False])
+def test_a_csv_change_table_renders_as_the_per_record_path_renders_it(trailing_line_feed):
+    text = CSV_HEADER + CSV_RECORDS
+    columnar, reference = _csv_both(text if trailing_line_feed else text[:-1])
+    assert columnar.table is not None and reference.table is None
+    assert reference.rejects == [] and len(reference.rows) == 5
+    _same(columnar, reference)
+    rows = reference.rows
+    second = len(CSV_HEADER) + len(CSV_RECORDS.splitlines(True)[0].encode())
+    assert [r["record_offset"] for r in rows][:2] == [len(CSV_HEADER), second]
+    assert rows[1]["data"]["NAME"] == 'Quinn "Q"' and rows[2]["data"]["NAME"] == "two\nlines"
+    assert rows[1]["data"]["AMOUNT"] is None and rows[3]["data"]["NAME"] == ""
+    assert rows[1]["data"]["ID"] == "-2" and rows[3]["data"]["AMOUNT"] == "0.00"
+    assert rows[0]["data"]["AT"] == "2023-01-24 04:26:15"
+    assert rows[1]["data"]["AT"] == "2023-01-24 04:26:15.123456"
+    assert rows[2]["header__change_mask"] == ""
+
+
+def test_a_csv_full_load_without_header_row_renders_alike():
+    text = '1,"Ann",10.5,2023-01-24 04:26:15\n2,,,\n'
+    columnar, reference = _both(
+        text.encode(), file_name="S.T/LOAD00000001.csv", catalog=_csv_catalog()
+    )
+    assert columnar.table is not None and len(reference.rows) == 2
+    _same(columnar, reference)
+
+
+@pytest.mark.parametrize(
+    ("text", "options"),
+    [
+        (CSV_HEADER + CSV_RECORDS.replace("\n", "\r\n"), {}),  # CRLF: \r stays in the last value
+        (CSV_HEADER + CSV_RECORDS.replace('"Ann"', 'A"nn'), {}),  # a quote in a bare value
+        (CSV_HEADER + CSV_RECORDS.replace('"Ann"', '"Ann"x'), {}),  # text after a closing quote
+        (CSV_HEADER + CSV_RECORDS.replace('"Ann"', '"Ann'), {}),  # a quote never closed
+        (CSV_HEADER + CSV_RECORDS.replace(",10.5,", ",10.5,,"), {}),  # one field too many
+        (CSV_HEADER + CSV_RECORDS.replace(",10.5,", ",10.555,"), {}),  # beyond the scale
+        (CSV_HEADER + CSV_RECORDS.replace("2024-02-29", "2023-02-29"), {}),  # no such day
+        (CSV_HEADER + CSV_RECORDS.replace('"I",0F', '"I",XY'), {}),  # a mask that is not hex
+        (CSV_HEADER + CSV_RECORDS + CSV_RECORDS.splitlines(True)[0], {}),  # change_seq again
+        (CSV_HEADER + CSV_RECORDS.replace('"U"', '"I"').replace("UPDATE", "INSERT"), {}),
+        (CSV_HEADER + "\n" + CSV_RECORDS, {}),  # an empty record
+        ("\ufeff" + CSV_HEADER + CSV_RECORDS, {}),  # a byte-order mark
+        (CSV_HEADER + CSV_RECORDS.replace("Ann", "Änn"), {"encoding": "latin-1"}),
+        (CSV_HEADER + CSV_RECORDS.replace(",,", ",NULL,"), {"null_value": "NULL"}),
+        (CSV_HEADER + CSV_RECORDS, {"update_unmasked_columns": "absent"}),
+    ],
+    ids=[
+        "crlf",
+        "quote_in_bare_value",
+        "text_after_quote",
+        "unclosed_quote",
+        "field_count",
+        "scale",
+        "bad_date",
+        "bad_mask",
+        "repeated_change_seq",
+        "unmatched_before_image",
+        "empty_record",
+        "bom",
+        "latin1",
+        "null_value",
+        "unmasked_absent",
+    ],
+)
+def test_csv_the_columnar_path_cannot_be_sure_of_decodes_as_the_reference(text, options):
+    columnar, reference = _csv_both(text, options=options)
+    if options.get("null_value") == "NULL":  # another NULL text: still columnar
+        assert columnar.table is not None and reference.rows[1]["data"]["AMOUNT"] is None
+    _same(columnar, reference)
+
+
+def test_the_simulators_and_the_samples_csv_files_decode_alike(tmp_path, samples):
+    write_feed(simulate(seed=11, transactions=60), "qlik_change_tables", tmp_path / "sim")
+    shutil.copytree(samples / "qlik_ct", tmp_path / "real")
+    files = sorted(tmp_path.rglob("*.csv"))
+    assert len(files) > 3
+    columnar_files = 0
+    for path in files:
+        sidecar = path.with_suffix(".dfm")
+        name = path.relative_to(path.parents[1]).as_posix()
+        columnar, reference = _both(
+            path.read_bytes(),
+            file_name=name,
+            sidecar=sidecar.read_text() if sidecar.exists() else None,
+            catalog={},
+        )
+        columnar_files += columnar.table is not None
+        _same(columnar, reference)
+        assert columnar.metadata == reference.metadata
+    assert columnar_files >= len(files) - 1  # a full load with no column list is a reject
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.data())
+def test_damaged_csv_decodes_as_the_reference(data):
+    """Bytes of the delimiters, quotes and line feeds inserted, replaced or cut anywhere: the
+    columnar path gives the per-record path's rows, rejects and warnings, or leaves the file to
+    it."""
+    text = (CSV_HEADER + CSV_RECORDS).encode()
+    for _ in range(data.draw(st.integers(1, 3))):
+        pos = data.draw(st.integers(0, len(text)))
+        piece = data.draw(st.sampled_from([b'"', b",", b"\n", b'""', b"\r", b"x", b"\xff", b""]))
+        cut = data.draw(st.integers(0, 2))
+        text = text[:pos] + piece + text[pos + cut :]
+    columnar, reference = _both(text, file_name=CSV_NAME, catalog=_csv_catalog())
+    _same(columnar, reference)
+
+
+TEXT_VALUES = {
+    "INT8": st.from_regex(r"\A[+-]?[0-9]{1,20}\Z") | st.sampled_from(["-0", "007", " 5", "1.0"]),
+    "NUMERIC": st.from_regex(r"\A-?[0-9]{0,30}(\.[0-9]{0,4})?\Z")
+    | st.sampled_from(["-0.00", "007.5", ".5", "1e5", "+1"]),
+    "DATETIME": st.builds(
+        lambda d, sep, fraction: (
+            f"{d.year:04d}-{d.month:02d}-{d.day:02d}{sep}{d:%H:%M:%S}{fraction}"
+        ),
+        st.datetimes(),
+        st.sampled_from([" ", "T", ":"]),
+        st.from_regex(r"\A(\.[0-9]{0,9})?\Z"),
+    )
+    | st.from_regex(
+        r"\A[0-9]{4}-[01][0-9]-[0-3][0-9][ T:][0-2][0-9]:[0-6][0-9]:[0-6][0-9](\.[0-9]{0,9})?\Z"
+    )
+    | st.sampled_from(["0000-01-01 00:00:00", "2023-02-29 00:00:00", "2024-02-29 23:59:60"]),
+}
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    st.sampled_from(sorted(TEXT_VALUES)).flatmap(
+        lambda kind: st.tuples(
+            st.just(kind),
+            st.lists(TEXT_VALUES[kind] | st.none(), min_size=1, max_size=6),
+            st.sampled_from([0, 2, 4]),
+            st.sampled_from(["truncate", "reject"]),
+        )
+    )
+)
+def test_text_values_render_by_arrow_as_canonical_qlik_value_renders_them(case):
+    """Integer, decimal and timestamp text of a CSV file, rendered by Arrow where it can be
+    sure: each value's canonical_qlik_value, or an error where one value has none."""
+    from python_udfs.canonical import canonical_qlik_value
+    from python_udfs.qlik_change_tables.decoder import _render_column
+
+    kind, values, scale, overflow = case
+    column = MetadataColumn("S", "T", None, "C", 1, kind, None, 18, scale, 0, None, "c")
+    try:
+        expected = [canonical_qlik_value(v, kind, scale, overflow) for v in values]
+    except ValueError:
+        event(f"{kind}: a value with no canonical text")
+        with pytest.raises((ValueError, pa.ArrowException)):
+            _render_column(pa.array(values, pa.string()), column, overflow)
+        return
+    event(f"{kind}: every value rendered")
+    assert _render_column(pa.array(values, pa.string()), column, overflow).to_pylist() == expected

@@ -292,10 +292,11 @@ def decode_change_table_file(
     canonical text). Never raises for bad input: every record that fails becomes a
     :class:`~python_udfs.records.Reject` (see *Bad input* in formats/qlik_change_tables.md).
 
-    ``columnar`` asks for a Parquet file's rows as ``result.table`` (a ``pyarrow.Table``,
-    :func:`_decode_parquet_columnar`) instead of ``result.rows``; a file that path cannot
-    render exactly as the per-record path would (a value or header to reject, a before image
-    without its UPDATE, options it does not cover) is decoded record by record as before.
+    ``columnar`` asks for the rows as ``result.table`` (a ``pyarrow.Table``: Parquet by
+    :func:`_decode_parquet_columnar`, delimited text by :func:`_decode_csv_columnar`) instead
+    of ``result.rows``; a file that path cannot render exactly as the per-record path would (a
+    value, header or record to reject, a before image without its UPDATE, a quoted value over
+    two lines, options it does not cover) is decoded record by record as before.
     """
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     result = DecodeResult(consumed_end=len(data))
@@ -386,6 +387,16 @@ def decode_change_table_file(
 
     layout = _Layout.build(columns, opts, is_load)
     field_count[0] = len(layout.columns)
+    table_version = (dfm or {}).get("dataInfo", {}).get("tableVersion")
+    if columnar and first is not None:
+        body_start = first[1] if pending_first is None else 0
+        rows = _decode_csv_columnar(
+            data, body_start, dialect, layout, schema, table, is_load, opts, table_version
+        )
+        if rows is not None:
+            result.table = rows
+            _check_record_count(dfm, result)
+            return result
     seen: dict[tuple[str, str], int] = {}
     ends: dict[int, int] = {}
     index = 0
@@ -427,7 +438,7 @@ def decode_change_table_file(
             record_index=index,
             source_schema=schema,
             source_table=table,
-            table_version=(dfm or {}).get("dataInfo", {}).get("tableVersion"),
+            table_version=table_version,
             file_kind="full_load" if is_load else "change_table",
             column_names=[c.column_name for c in columns],
             header_column_count=len(layout.header_positions),
@@ -591,6 +602,7 @@ def _check_before_images(
 def _check_record_count(dfm: Mapping[str, Any] | None, result: DecodeResult) -> None:
     expected = ((dfm or {}).get("fileInfo") or {}).get("recordCount")
     got = len(result.rows) + len(result.rejects)
+    got += result.table.num_rows if result.table is not None else 0
     if isinstance(expected, int) and expected != got:
         result.warnings.append(f".dfm recordCount {expected} but {got} records read")
 
@@ -739,20 +751,142 @@ def _decode_parquet_columnar(data, schema, table, is_load, columns, catalog_colu
         if columns is None:
             return None
         layout = _Layout.build(columns, opts, is_load)
-        groups = [pf.read_row_group(rg) for rg in range(pf.num_row_groups)]
-        counts = [g.num_rows for g in groups]
-        offsets = [_row_group_offset(pf.metadata.row_group(rg)) for rg in range(len(groups))]
-        read = pa.concat_tables(groups) if groups else pf.schema_arrow.empty_table()
+        meta = [pf.metadata.row_group(rg) for rg in range(pf.num_row_groups)]
+        counts = [m.num_rows for m in meta]
+        offsets = [_row_group_offset(m) for m in meta]
+        read = pf.read(use_threads=False)  # every row group in one call
+        if read.num_rows != sum(counts):
+            return None
         return _columnar_rows(read, counts, offsets, schema, table, is_load, layout, opts)
     except Exception:  # noqa: BLE001 - _NotColumnar, or a value Python cannot hold (a damaged
         # file): the per-record path decides what is a row and what a reject
         return None
 
 
-def _columnar_rows(read, counts, offsets, schema, table, is_load, layout, opts):
-    """Return the raw rows of the Parquet table ``read`` (see :func:`_decode_parquet_columnar`).
+def _csv_record_starts(body: bytes, dialect: CsvDialect):
+    """Return the byte offset of each record of delimited text (numpy int64), or ``None``.
 
-    ``counts`` and ``offsets`` are the row count and first byte of each row group, in order.
+    A line feed ends a record when an even number of quotes precede it (one inside a quoted
+    value does not). ``None`` when the per-record path might read the text otherwise: an odd
+    number of quotes, an empty record, or a quote that is neither at a value's start or end
+    nor doubled (the per-record path's ``bad_quoting``). Quotes pair up in order: an opening
+    one follows a delimiter, a record's start or a closing one (a doubled quote), a closing
+    one precedes a delimiter, a record's end or an opening one.
+    """
+    import numpy as np
+
+    raw = np.frombuffer(body, np.uint8)
+    line_feeds = np.flatnonzero(raw == 10)
+    quote, delimiter = dialect.quote_char[0], dialect.field_delimiter[0]
+    quotes = np.flatnonzero(raw == quote)
+    if len(quotes) % 2:
+        return None
+    ends = line_feeds[np.searchsorted(quotes, line_feeds) % 2 == 0]
+    if len(ends) and (ends[0] == 0 or (np.diff(ends) == 1).any()):
+        return None
+    if len(quotes):
+        before = np.where(quotes > 0, raw[np.maximum(quotes - 1, 0)], 10)
+        after = np.where(quotes + 1 < len(raw), raw[np.minimum(quotes + 1, len(raw) - 1)], 10)
+        opens = (before == delimiter) | (before == 10) | (before == quote)
+        closes = (after == delimiter) | (after == 10) | (after == quote)
+        if not np.where(np.arange(len(quotes)) % 2 == 0, opens, closes).all():
+            return None
+    ends = ends + 1
+    if len(ends) and ends[-1] == len(body):
+        ends = ends[:-1]
+    return np.concatenate([np.zeros(1, np.int64), ends.astype(np.int64)])
+
+
+def _decode_csv_columnar(
+    data, body_start, dialect, layout, schema, table, is_load, opts, table_version
+):
+    """Decode a delimited change-table or full-load file with ``pyarrow.csv`` and Arrow compute.
+
+    ``data[body_start:]`` holds the data records (after the header row, if any); ``layout`` is
+    the file's columns. Returns the raw rows as a ``pyarrow.Table`` (the columns of
+    :func:`_decode_parquet_columnar`, ``record_offset`` the byte where each record starts),
+    equal to what the per-record path makes of the file, or ``None`` when that is not
+    certain: an encoding other than UTF-8, a record delimiter other than a line feed, a
+    carriage return, an escape character, a byte-order mark, a record or value the
+    per-record path would reject (wrong field count, bad quoting, undecodable bytes, a header
+    or value that fails its check, a repeated change_seq, a before image without its UPDATE),
+    or option ``update_unmasked_columns: absent``. The caller then decodes the file record by
+    record. Source: formats/qlik_change_tables.md (*CSV*); tests/test_qlik_columnar.py checks
+    both paths give the same rows.
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+
+    body = data[body_start:]
+    if (
+        opts["update_unmasked_columns"] == "absent"
+        or str(opts["encoding"]).lower().replace("_", "-") not in ("utf-8", "utf8")
+        or dialect.record_delimiter != b"\n"
+        or len(dialect.field_delimiter) != 1
+        or len(dialect.quote_char) != 1
+        or dialect.escape_char
+        or dialect.field_delimiter in (b"\n", dialect.quote_char)
+        or not body
+        or b"\r" in body
+        or body.startswith(b"\xef\xbb\xbf")
+    ):
+        return None
+    starts = _csv_record_starts(body, dialect)
+    if starts is None:
+        return None
+    names = [f"c{i}" for i in range(len(layout.columns))]
+    try:
+        read = pcsv.read_csv(
+            pa.py_buffer(body),
+            read_options=pcsv.ReadOptions(column_names=names, use_threads=False),
+            parse_options=pcsv.ParseOptions(
+                delimiter=dialect.field_delimiter.decode("latin-1"),
+                quote_char=dialect.quote_char.decode("latin-1"),
+                double_quote=True,
+                escape_char=False,
+                newlines_in_values=True,
+                ignore_empty_lines=False,
+            ),
+            convert_options=pcsv.ConvertOptions(
+                column_types=dict.fromkeys(names, pa.string()),
+                null_values=[dialect.null_value],
+                strings_can_be_null=True,
+                quoted_strings_can_be_null=False,
+                check_utf8=True,
+            ),
+        )
+        if read.num_rows != len(starts):
+            return None
+        rows = _columnar_rows(
+            read,
+            np.ones(len(starts), np.int64),
+            starts + body_start,
+            schema,
+            table,
+            is_load,
+            layout,
+            opts,
+            table_version,
+        )
+        if layout.header_positions:
+            # a repeated (change_seq, change_oper) is a reject of the per-record path
+            pairs = pc.binary_join_element_wise(
+                rows.column("header__change_seq"), rows.column("header__change_oper"), " "
+            )
+            if pc.count_distinct(pairs).as_py() != rows.num_rows:
+                return None
+        return rows
+    except Exception:  # noqa: BLE001 - _NotColumnar, or a record pyarrow refuses: the per-record
+        # path decides what is a row and what a reject
+        return None
+
+
+def _columnar_rows(read, counts, offsets, schema, table, is_load, layout, opts, table_version=None):
+    """Return the raw rows of the Arrow table ``read`` (see :func:`_decode_parquet_columnar`).
+
+    ``counts`` and ``offsets`` are the row count and first byte of each row group (of each
+    record, for delimited text), in order; ``table_version`` the ``.dfm``'s, if any.
     Raises :class:`_NotColumnar` (or an Arrow or ValueError) where a row might be a reject.
     """
     import numpy as np
@@ -766,8 +900,8 @@ def _columnar_rows(read, counts, offsets, schema, table, is_load, layout, opts):
         pos = layout.header_positions.get(name)
         if pos is None:
             out[f"header__{name}"] = pa.nulls(n, pa.string())
-        elif name == "change_mask":
-            out["header__change_mask"] = _by_value(values[pos], normalize_mask_hex)
+        elif name == "change_mask":  # no mask is "" (normalize_mask_hex)
+            out["header__change_mask"] = _by_value(values[pos], normalize_mask_hex).fill_null("")
         elif name == "timestamp":
             out["header__timestamp"] = _header_timestamp(values[pos], overflow)
         else:
@@ -797,7 +931,7 @@ def _columnar_rows(read, counts, offsets, schema, table, is_load, layout, opts):
     out["record_index"] = pa.array(np.arange(1, n + 1, dtype=np.int64))
     out["source_schema"] = pa.repeat(pa.scalar(schema, pa.string()), n)
     out["source_table"] = pa.repeat(pa.scalar(table, pa.string()), n)
-    out["table_version"] = pa.nulls(n, pa.int64())
+    out["table_version"] = pa.repeat(pa.scalar(table_version, pa.int64()), n)
     kind = "full_load" if is_load else "change_table"
     out["file_kind"] = pa.repeat(pa.scalar(kind, pa.string()), n)
     column_names = [c.column_name for c in layout.columns]
@@ -842,7 +976,81 @@ def _header_timestamp(array, overflow: str):
     """Return ``header__timestamp`` as canonical UTC text; empty text stays empty."""
     if pa.types.is_timestamp(array.type):
         return _timestamp_text(array, overflow)
+    if pa.types.is_string(array.type):
+        import pyarrow.compute as pc
+
+        empty = pc.equal(array, "")
+        rendered = _text_timestamps(pc.if_else(empty, None, array), overflow)
+        if rendered is not None:
+            return pc.if_else(empty, "", rendered)
     return _by_value(array, lambda v: v if v == "" else canonical_timestamp(v, overflow))
+
+
+def _matches_all(array, pattern: str) -> bool:
+    """Whether every non-null value of a string array matches ``pattern`` (and one is there)."""
+    import pyarrow.compute as pc
+
+    return bool(pc.all(pc.match_substring_regex(array, pattern)).as_py())
+
+
+def _text_integers(array):
+    """Integer text as :func:`canonical_integer` renders it, by Arrow; ``None`` when unsure.
+
+    Only ``-?`` and up to 18 ASCII digits (Arrow's int64 holds them); anything else (a ``+``,
+    spaces, more digits, not a number) is left to :func:`_by_value`.
+    """
+    if not _matches_all(array, r"^-?[0-9]{1,18}$"):
+        return None
+    return array.cast(pa.int64()).cast(pa.string())
+
+
+def _text_decimals(array, scale: int):
+    """Decimal text as :func:`canonical_decimal` renders it with ``scale``, by Arrow; or ``None``.
+
+    Only ``-?`` digits with at most ``scale`` fraction digits and at most 28 digits in all
+    (the precision of Python's decimal context, which the per-record path uses): Arrow's
+    decimal128 then pads the fraction to the scale and drops leading zeros and the sign of a
+    zero, as the per-record path does.
+    """
+    whole = 28 - scale
+    fraction = rf"(\.[0-9]{{1,{scale}}})?" if scale else ""
+    if whole < 1 or not _matches_all(array, rf"^-?[0-9]{{1,{whole}}}{fraction}$"):
+        return None
+    return array.cast(pa.decimal128(38, scale)).cast(pa.string())
+
+
+def _text_timestamps(array, overflow: str):
+    """Timestamp text as :func:`canonical_timestamp` renders it, by Arrow; ``None`` when unsure.
+
+    Only ``YYYY-MM-DD`` and ``HH:MM:SS`` in ASCII digits, a space, ``T`` or ``:`` between
+    them and an optional fraction, with a date and time that exist (parsed and formatted
+    again unchanged; year 0 is not a year) and, with ``overflow: reject``, at most six
+    fraction digits. The fraction is cut to six digits and left out when zero.
+    """
+    import pyarrow.compute as pc
+
+    if not _matches_all(
+        array, r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T:][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?$"
+    ):
+        return None
+    if overflow == "reject" and pc.any(pc.greater(pc.utf8_length(array), 26)).as_py():
+        return None
+    whole = pc.binary_join_element_wise(
+        pc.utf8_slice_codeunits(array, 0, 10), pc.utf8_slice_codeunits(array, 11, 19), " "
+    )
+    parsed = pc.strptime(whole, format="%Y-%m-%d %H:%M:%S", unit="s", error_is_null=True)
+    again = pc.strftime(parsed, format="%Y-%m-%d %H:%M:%S")
+    if (
+        parsed.null_count != array.null_count  # a date or time that does not parse
+        or not pc.all(pc.equal(again, whole)).as_py()  # 2023-02-29 is 2023-03-01 again
+        or pc.any(pc.starts_with(whole, "0000")).as_py()
+    ):
+        return None
+    digits = pc.utf8_rpad(pc.utf8_slice_codeunits(array, 20, 26), width=6, padding="0")
+    fraction = pc.if_else(
+        pc.equal(digits, "000000"), "", pc.binary_join_element_wise(".", digits, "")
+    )
+    return pc.binary_join_element_wise(whole, fraction, "")
 
 
 def _render_column(array, column: MetadataColumn, overflow: str):
@@ -862,6 +1070,16 @@ def _render_column(array, column: MetadataColumn, overflow: str):
         return array.cast(pa.string())
     if kind == "DATETIME" and pa.types.is_timestamp(arrow_type):
         return _timestamp_text(array, overflow)
+    if pa.types.is_string(arrow_type):  # delimited text
+        rendered = None
+        if kind in QLIK_INTEGER_TYPES:
+            rendered = _text_integers(array)
+        elif kind in ("NUMERIC", "DECIMAL"):
+            rendered = _text_decimals(array, scale)
+        elif kind == "DATETIME":
+            rendered = _text_timestamps(array, overflow)
+        if rendered is not None:
+            return rendered
     return _by_value(array, lambda v: canonical_qlik_value(v, column.source_type, scale, overflow))
 
 
