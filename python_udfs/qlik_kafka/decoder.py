@@ -21,6 +21,7 @@ and the real samples in ``samples/qlik_kafka/``.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
@@ -33,6 +34,8 @@ from typing import Any
 import fastavro
 
 from python_udfs.canonical import (
+    QLIK_INTEGER_TYPES,
+    QLIK_STRING_TYPES,
     canonical_qlik_value,
     canonical_timestamp,
     mask_set_bits,
@@ -158,12 +161,58 @@ class TableMeta:
     schema_id: str | None = None
     data_schema: str | None = None
     _parsed: Any = None
+    _plan: Any = None
 
     def parsed_schema(self) -> Any:
         """Return the parsed Avro ``dataSchema`` (parsed once); None when there is none."""
         if self._parsed is None and self.data_schema:
             self._parsed = fastavro.parse_schema(json.loads(self.data_schema))
         return self._parsed
+
+    def image_plan(self, overflow: str) -> _ImagePlan:
+        """Return the :class:`_ImagePlan` of :attr:`columns` (made once per ``overflow``)."""
+        if self._plan is None or self._plan.overflow != overflow:
+            self._plan = _ImagePlan.of(self.columns, overflow)
+        return self._plan
+
+
+@dataclass(frozen=True, slots=True)
+class _ImagePlan:
+    """How a table's row images render: its column names and one renderer per column.
+
+    A renderer is :func:`canonical_qlik_value` with the column's type and scale bound (text of
+    a character column and an ``int`` of an integer column are taken as they are, which is
+    what that function returns for them); :func:`_untyped` for a column of no known type.
+    """
+
+    overflow: str
+    names: frozenset[str]
+    renderers: tuple[tuple[int, str, Any], ...]
+
+    @classmethod
+    def of(cls, columns: list[MetadataColumn], overflow: str) -> _ImagePlan:
+        """Make the plan of ``columns`` (in ordinal order) for option ``subsecond_overflow``."""
+        return cls(
+            overflow,
+            frozenset(c.column_name for c in columns),
+            tuple((i, c.column_name, _renderer(c, overflow)) for i, c in enumerate(columns)),
+        )
+
+
+def _renderer(column: MetadataColumn, overflow: str):
+    """Return the function rendering one value of ``column`` (see :class:`_ImagePlan`)."""
+    if not column.source_type:
+        return _untyped
+    kind, scale = column.source_type.upper(), column.scale or 0
+
+    def render(value):
+        return canonical_qlik_value(value, kind, scale, overflow)
+
+    if kind in QLIK_STRING_TYPES:
+        return lambda value: value if type(value) is str else render(value)
+    if kind in QLIK_INTEGER_TYPES:
+        return lambda value: str(value) if type(value) is int else render(value)
+    return render
 
 
 @dataclass(slots=True)
@@ -796,20 +845,9 @@ def _data_row(message, meta: TableMeta | None, fmt, schema_id, opts) -> dict[str
             "values as JSON types (add the table to seeds/cdc_columns.csv)"
         )
     names = [c.column_name for c in columns]
-    try:
-        change_mask = normalize_mask_hex(headers.get("changeMask"))
-        column_mask = normalize_mask_hex(headers.get("columnMask"))
-        changed = mask_set_bits(change_mask, opts["mask_bit_order"])
-        present_bits = mask_set_bits(column_mask, opts["mask_bit_order"]) if column_mask else None
-    except ValueError as exc:
-        raise _Bad("bad_mask", str(exc)) from exc
-    for bits, label in ((changed, "changeMask"), (present_bits or [], "columnMask")):
-        if bits and bits[-1] >= len(columns):
-            raise _Bad(
-                "mask_longer_than_columns",
-                f"{label} longer than column list: bit {bits[-1]} set, {len(columns)} columns",
-            )
-    present = set(range(len(columns))) if present_bits is None else set(present_bits)
+    change_mask, column_mask, changed, present_bits, present = _masks(
+        headers.get("changeMask"), headers.get("columnMask"), opts["mask_bit_order"], len(columns)
+    )
     if present_bits is not None:
         absent_changed = [names[b] for b in changed if b not in present]
         if absent_changed:
@@ -827,6 +865,9 @@ def _data_row(message, meta: TableMeta | None, fmt, schema_id, opts) -> dict[str
                     "key_column_not_present", f"columnMask clears key column(s) {missing_keys}"
                 )
     overflow = opts["subsecond_overflow"]
+    plan = (
+        meta.image_plan(overflow) if columns is meta.columns else _ImagePlan.of(columns, overflow)
+    )
     row = {
         "value_format": fmt,
         "message_type": "DT",
@@ -844,8 +885,8 @@ def _data_row(message, meta: TableMeta | None, fmt, schema_id, opts) -> dict[str
         "external_schema_id": headers.get("externalSchemaId"),
         "transaction_event_counter": headers.get("transactionEventCounter"),
         "transaction_last_event": headers.get("transactionLastEvent"),
-        "data": _image(data, columns, present, overflow),
-        "before_data": _image(before, columns, present, overflow),
+        "data": _image(data, plan, present),
+        "before_data": _image(before, plan, present),
         "column_names": names,
     }
     return row
@@ -860,29 +901,59 @@ def _header_time(value, overflow) -> str | None:
         raise _Bad("bad_value", f"headers.timestamp: {exc}") from exc
 
 
-def _image(obj, columns: list[MetadataColumn], present: set[int], overflow) -> dict | None:
+def _masks(change, column, bit_order: str, width: int):
+    """Return a message's masks and the columns they leave present.
+
+    ``(change_mask, column_mask, changed bits, present bits or None, present positions)`` for
+    a table of ``width`` columns. The masks are ``headers.changeMask`` and ``headers.columnMask`` (hex text or bytes);
+    computed once per distinct value (:func:`_mask_values`). Raises :class:`_Bad` for a mask
+    that is not hex or sets a bit beyond the columns.
+    """
+    try:
+        if isinstance(change, str | bytes | None) and isinstance(column, str | bytes | None):
+            return _mask_values(change, column, bit_order, width)
+        return _mask_values.__wrapped__(change, column, bit_order, width)
+    except ValueError as exc:
+        raise _Bad(*exc.args) from exc
+
+
+@functools.lru_cache(maxsize=4096)
+def _mask_values(change, column, bit_order: str, width: int):
+    """:func:`_masks` (hashable masks are cached); raises ValueError ``(reason, message)``."""
+    try:
+        change_mask = normalize_mask_hex(change)
+        column_mask = normalize_mask_hex(column)
+        changed = tuple(mask_set_bits(change_mask, bit_order))
+        present_bits = tuple(mask_set_bits(column_mask, bit_order)) if column_mask else None
+    except ValueError as exc:
+        raise ValueError("bad_mask", str(exc)) from exc
+    for bits, label in ((changed, "changeMask"), (present_bits or (), "columnMask")):
+        if bits and bits[-1] >= width:
+            raise ValueError(
+                "mask_longer_than_columns",
+                f"{label} longer than column list: bit {bits[-1]} set, {width} columns",
+            )
+    present = frozenset(range(width) if present_bits is None else present_bits)
+    return change_mask, column_mask, changed, present_bits, present
+
+
+def _image(obj, plan: _ImagePlan, present: frozenset[int]) -> dict | None:
     """Render ``data``/``beforeData`` as canonical text; absent columns are left out."""
     if obj is None:
         return None
     if not isinstance(obj, Mapping):
         raise _Bad("bad_message", "row image is not an object")
-    known = {c.column_name for c in columns}
-    unknown = [k for k in obj if k not in known]
-    if unknown:
+    if not plan.names.issuperset(obj):
+        unknown = [k for k in obj if k not in plan.names]
         raise _Bad("unknown_column", f"column(s) {unknown} not in the table metadata")
     image: dict[str, str | None] = {}
-    for i, column in enumerate(columns):
-        if i not in present or column.column_name not in obj:
+    for i, name, render in plan.renderers:
+        if i not in present or name not in obj:
             continue
-        value = obj[column.column_name]
         try:
-            image[column.column_name] = (
-                canonical_qlik_value(value, column.source_type, column.scale or 0, overflow)
-                if column.source_type
-                else _untyped(value)
-            )
+            image[name] = render(obj[name])
         except ValueError as exc:
-            raise _Bad("bad_value", f"column {column.column_name}: {exc}") from exc
+            raise _Bad("bad_value", f"column {name}: {exc}") from exc
     return image
 
 
