@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import re
 import struct
 from collections.abc import Mapping, Sequence
@@ -36,6 +37,7 @@ from python_udfs.canonical import (
     canonical_time,
     canonical_timestamp,
     packed_decimal,
+    scaled_digits,
 )
 from python_udfs.records import DecodeResult, MetadataColumn, Reject
 from python_udfs.records import RecordError as _Bad
@@ -258,8 +260,12 @@ def tables_from_catalog(
     return tables
 
 
+@functools.lru_cache(maxsize=4096)
 def julian_to_text(value: int, overflow: str = "truncate") -> str:
-    """Render Julian-epoch microseconds (GMT) as canonical UTC timestamp text."""
+    """Render Julian-epoch microseconds (GMT) as canonical UTC timestamp text.
+
+    Cached: the records of one transaction repeat its commit timestamp.
+    """
     return canonical_timestamp(
         _UNIX_EPOCH + dt.timedelta(microseconds=value - JULIAN_UNIX_OFFSET_US), overflow
     )
@@ -1006,6 +1012,10 @@ def column_value(column: GGColumn, payload: bytes, charset: str, opts: Mapping[s
         if len(payload) != struct.calcsize(fmt):
             raise ValueError(f"{len(payload)} bytes for a {struct.calcsize(fmt)}-byte integer")
         (value,) = struct.unpack(fmt, payload)
+        if column.scale == 0:  # what canonical_decimal makes of it, without a Decimal
+            return str(value)
+        if column.scale > 0:
+            return scaled_digits(str(abs(value)), value < 0, column.scale)
         return canonical_decimal(Decimal(value).scaleb(-column.scale), column.scale)
     if kind in (140, 141, 142, 143):
         if len(payload) not in (4, 8):
@@ -1059,9 +1069,15 @@ def _sign_text(kind: int, payload: bytes) -> str:
 
 def _datetime(column: GGColumn, text: str, overflow: str) -> str:
     """GoldenGate ``YYYY-MM-DD:HH:MI:SS[.f]`` by MSDT/LSDT: DATE, TIME or TIMESTAMP."""
+    return _datetime_text(column.msdt, column.lsdt, text, overflow)
+
+
+@functools.lru_cache(maxsize=65536)
+def _datetime_text(msdt: int, lsdt: int, text: str, overflow: str) -> str:
+    """:func:`_datetime` of a column's MSDT and LSDT, once per distinct text (dates repeat)."""
     text = text.strip()
-    if column.lsdt <= 2 and column.msdt == 0:
+    if lsdt <= 2 and msdt == 0:
         return canonical_date(text[:10])
-    if column.msdt >= 3:
+    if msdt >= 3:
         return canonical_time(text, overflow)
     return canonical_timestamp(text, overflow)
