@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import functools
 import re
 import zoneinfo
 from collections.abc import Mapping, Sequence
@@ -425,7 +426,9 @@ def stamp_to_utc(stamp: str, zone: dt.tzinfo | None) -> str:
     return canonical_timestamp(moment)
 
 
+@functools.lru_cache(maxsize=1024)
 def _base_type(source_type: str) -> str:
+    """Return a catalog ``source_type`` without its length (``DECIMAL(9,2)``: ``DECIMAL``)."""
     return re.sub(r"\s*\(.*$", "", source_type.strip().upper())
 
 
