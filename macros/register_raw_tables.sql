@@ -2,7 +2,8 @@
     {#-
         Register the staging job's parquet datasets under <lake root>/raw/ as external tables
         in schema var('cdc_raw_schema'), and pick up the ingest-batch partitions written since
-        the last run (MSCK REPAIR). Called from on-run-start; returns a no-op statement.
+        the last run (MSCK REPAIR), except in the raw tables of formats no feed uses. Called
+        from on-run-start; returns a no-op statement.
     -#}
     {% if execute %}
         {% set lake = env_var('CDC_LAKE_ROOT', var('cdc_lake_root')) %}
@@ -10,6 +11,13 @@
             {% set lake = env_var('PWD', '.') ~ '/' ~ lake %}
         {% endif %}
         {% set raw_schema = var('cdc_raw_schema') %}
+        {#- a format no feed uses: its staging model reads nothing (cdc_working_batches) -#}
+        {% set unused = [] %}
+        {% for format in cdc_format_names() %}
+            {% if format not in cdc_feeds().values() | map(attribute='format') | list %}
+                {% do unused.append('raw_' ~ format) %}
+            {% endif %}
+        {% endfor %}
         {% do run_query('create database if not exists ' ~ raw_schema) %}
         {% for table_name in cdc_raw_table_names() %}
             {% set relation = raw_schema ~ '.' ~ table_name %}
@@ -17,8 +25,10 @@
                 'create table if not exists ' ~ relation
                 ~ " using parquet location '" ~ lake ~ '/raw/' ~ table_name ~ "'"
             ) %}
-            {% do run_query('msck repair table ' ~ relation) %}
-            {% do run_query('refresh table ' ~ relation) %}
+            {% if table_name not in unused %}
+                {% do run_query('msck repair table ' ~ relation) %}
+                {% do run_query('refresh table ' ~ relation) %}
+            {% endif %}
         {% endfor %}
     {% endif %}
     select 1 as raw_tables_registered

@@ -829,7 +829,12 @@ def _set_table(row: dict[str, Any], name: str | None) -> None:
 
 def _table_reference(ghdr: bytes) -> tuple[str | None, int | None]:
     """Return ``(name, None)`` for a NUL-terminated name at GHDR offset 34, else ``(None, index)``."""
-    tail = ghdr[34:]
+    return _reference_at(bytes(ghdr[34:]))
+
+
+@functools.lru_cache(maxsize=4096)
+def _reference_at(tail: bytes) -> tuple[str | None, int | None]:
+    """:func:`_table_reference` of the GHDR bytes from offset 34 (once per table: they repeat)."""
     nul = tail.find(b"\x00")
     text = tail[: nul if nul != -1 else len(tail)]
     if len(text) >= 2 and all(0x20 < b < 0x7F for b in text):
