@@ -175,8 +175,14 @@ import sys, time
 from pathlib import Path
 from python_udfs.spark import get_spark
 spark = get_spark(Path(sys.argv[1]))
-keys = spark.read.option("header", True).csv(sys.argv[2] + "/seeds/cdc_columns.csv")
-keys.where("cast(primary_key_position as int) > 0").createOrReplaceTempView("key_columns")
+# the project's catalog and the demo's (seeds/demo/, on while vars.cdc_demo is true)
+catalogs = [p for p in ("/seeds/cdc_columns.csv", "/seeds/demo/cdc_demo_columns.csv")
+            if Path(sys.argv[2] + p).is_file()]
+keys = spark.read.option("header", True).csv([sys.argv[2] + p for p in catalogs])
+keys = keys.where("cast(primary_key_position as int) > 0")
+if keys.isEmpty():
+    raise SystemExit(f"baseline (a): no primary key columns in {sys.argv[2]}/seeds ({catalogs})")
+keys.createOrReplaceTempView("key_columns")
 spark.sql("""select feed, source_schema, source_table,
     transform(array_sort(collect_list(struct(cast(primary_key_position as int) as p, column_name as c))), x -> x.c) as key_names
     from key_columns group by 1, 2, 3""").createOrReplaceTempView("table_keys")

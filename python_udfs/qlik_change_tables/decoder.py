@@ -1121,7 +1121,7 @@ def _check_headers_columnar(out: dict, column_count: int, opts) -> None:
     import pyarrow.compute as pc
 
     seqs = out["header__change_seq"]
-    if seqs.null_count or not pc.all(pc.match_substring_regex(seqs, r"^[0-9]{35}$")).as_py():
+    if seqs.null_count or not _matches_all(seqs, r"^[0-9]{35}$"):
         raise _NotColumnar("a change_seq that is not 35 digits")
     opers, operations = out["header__change_oper"], out["header__operation"]
     if opers.null_count or not pc.all(pc.is_in(opers, pa.array(list(_OPERATIONS)))).as_py():
