@@ -12,9 +12,10 @@
         {% endif %}
         {% set raw_schema = var('cdc_raw_schema') %}
         {#- a format no feed uses: its staging model reads nothing (cdc_working_batches) -#}
+        {% set used = cdc_feeds().values() | map(attribute='format') | list %}
         {% set unused = [] %}
         {% for format in cdc_format_names() %}
-            {% if format not in cdc_feeds().values() | map(attribute='format') | list %}
+            {% if format not in used %}
                 {% do unused.append('raw_' ~ format) %}
             {% endif %}
         {% endfor %}
