@@ -615,10 +615,11 @@ def make_write_udf(
 
     Candidate rows in (:class:`Candidate` fields), sorted by feed, file and start within the
     task: each file is read (:func:`candidate_bytes`) and decoded (:func:`file_tables`), and
-    its rows of every raw table but the manifest are written by the task itself into batch ``batch_id``'s partition of the table under
-    ``raw_root`` (:class:`_BatchFiles`), once, without passing through the JVM; out comes one
-    row per file (:func:`written_schema`): its manifest row and its rejects by reason, which
-    the driver writes as the manifest after every task finished (the batch's commit).
+    its rows of every raw table but the manifest are written by the task itself into batch
+    ``batch_id``'s partition of the table under ``raw_root`` (:class:`_BatchFiles`), once,
+    without passing through the JVM; out comes one row per file (:func:`written_schema`): its
+    manifest row and its rejects by reason, which the driver writes as the manifest after
+    every task finished (the batch's commit).
     """
     schema = written_schema()
 
