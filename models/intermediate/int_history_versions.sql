@@ -6,7 +6,8 @@
     generations).
 
     Set-based: the row after each event holds, for every column its lineage carries, the last
-    value an event of the lineage up to it carried (a window over a grid of events × columns).
+    value an event of the lineage up to it carried (a window over the lineage's events, one
+    column per position of the table's column set).
     A lineage is a segment of a key (int_apply_events), extended by key changes: the SET of a
     key change continues the old key's segment before the REMOVE of the same change, so the row
     moves to the new key with every column it had. A version opens where the row changes. No
@@ -26,20 +27,24 @@
 {%- set generation = cdc_generation() %}
 {#- What the events of this run hold, asked when this model compiles (int_apply_events is built
     by then): the key-change lineages are planned only when a key change is among them (its
-    is_key_change partition, from the metastore), and the grid only when some table's images
-    carry different column sets (a query over this run's events, a few thousand rows when a
-    run applies a few thousand changes). Left out, each is a dozen joins or windows and dozens
-    of scans of int_apply_events that Spark plans and runs on no rows. At parse time and in a
-    dbt unit test (no relation) both are planned. -#}
+    is_key_change partition, from the metastore), and the per-column fill only when some
+    table's images carry different column sets (a query over this run's events, a few thousand
+    rows when a run applies a few thousand changes). Left out, each is a dozen joins or windows
+    and scans of int_apply_events that Spark plans and runs on no rows. At parse time and in a
+    dbt unit test (no relation) both are planned, the fill for tables of up to 32 columns. -#}
 {%- set apply_events_relation = cdc_model_relation('int_apply_events') if execute else none %}
 {%- set plans_key_changes = apply_events_relation is none
     or 'true' in cdc_partition_values(apply_events_relation) %}
-{%- set plans_grid = apply_events_relation is none
-    or run_query(
-        'select 1 from ' ~ apply_events_relation ~ ' where sets_columns'
-        ~ ' group by feed, source_schema, source_table'
-        ~ ' having min(sort_array(map_keys(image))) != max(sort_array(map_keys(image))) limit 1'
-    ).rows | length > 0 %}
+{#- the widest column set of a table whose images differ (0: none does): the fill below takes
+    one window column per position of that set -#}
+{%- set fill_width = 32 if apply_events_relation is none else (run_query(
+    'select coalesce(max(size(column_names)), 0) from ('
+    ~ ' select array_distinct(flatten(collect_set(map_keys(image)))) as column_names'
+    ~ ' from ' ~ apply_events_relation ~ ' where sets_columns'
+    ~ ' group by feed, source_schema, source_table'
+    ~ ' having min(sort_array(map_keys(image))) != max(sort_array(map_keys(image))))'
+).rows[0][0] | int) %}
+{%- set plans_grid = fill_width > 0 %}
 
 with
 
@@ -177,113 +182,55 @@ uniform_steps as (
         where not is_uniform
     ),
 
-    image_entries as (
+    table_columns as (
+        -- the columns the images of a table carry, sorted by name (a few rows per table)
         select
-            grid_events.feed,
-            grid_events.source_schema,
-            grid_events.source_table,
-            grid_events.lineage_key,
-            grid_events.lineage_segment,
-            grid_events.lineage_seq,
-            explode(grid_events.image) as (column_name, column_value)
-        from grid_events
-        where grid_events.sets_columns
-    ),
-
-    lineage_columns as (
-        select distinct
             feed,
             source_schema,
             source_table,
-            lineage_key,
-            lineage_segment,
-            column_name
-        from image_entries
-    ),
-
-    column_grid as (
-        -- every event × every column its lineage carries
-        select
-            grid_events.feed,
-            grid_events.source_schema,
-            grid_events.source_table,
-            grid_events.lineage_key,
-            grid_events.lineage_segment,
-            grid_events.lineage_seq,
-            lineage_columns.column_name
+            sort_array(array_distinct(flatten(collect_set(map_keys(image))))) as column_names
         from grid_events
-        inner join lineage_columns
-            on
-                grid_events.feed = lineage_columns.feed
-                and grid_events.source_schema = lineage_columns.source_schema
-                and grid_events.source_table = lineage_columns.source_table
-                and grid_events.lineage_key = lineage_columns.lineage_key
-                and grid_events.lineage_segment = lineage_columns.lineage_segment
-    ),
-
-    filled as (
-        -- a column's value after an event: the last value an event of the lineage carried
-        select
-            column_grid.feed,
-            column_grid.source_schema,
-            column_grid.source_table,
-            column_grid.lineage_key,
-            column_grid.lineage_segment,
-            column_grid.lineage_seq,
-            column_grid.column_name,
-            last(
-                case when image_entries.lineage_seq is not null then named_struct('value', image_entries.column_value) end,
-                true
-            ) over (
-                partition by
-                    column_grid.feed, column_grid.source_schema, column_grid.source_table,
-                    column_grid.lineage_key, column_grid.lineage_segment, column_grid.column_name
-                order by column_grid.lineage_seq rows between unbounded preceding and current row
-            ) as filled_value
-        from column_grid
-        left join image_entries
-            on
-                column_grid.feed = image_entries.feed
-                and column_grid.source_schema = image_entries.source_schema
-                and column_grid.source_table = image_entries.source_table
-                and column_grid.lineage_key = image_entries.lineage_key
-                and column_grid.lineage_segment = image_entries.lineage_segment
-                and column_grid.lineage_seq = image_entries.lineage_seq
-                and column_grid.column_name = image_entries.column_name
-    ),
-
-    event_rows as (
-        -- the row after each event, as entries sorted by column name (comparable with =)
-        select
-            filled.feed,
-            filled.source_schema,
-            filled.source_table,
-            filled.lineage_key,
-            filled.lineage_segment,
-            filled.lineage_seq,
-            sort_array(collect_list(named_struct('key', filled.column_name, 'value', filled.filled_value.value))) as entries
-        from filled
-        where filled.filled_value is not null
-        group by
-            filled.feed, filled.source_schema, filled.source_table,
-            filled.lineage_key, filled.lineage_segment, filled.lineage_seq
+        where sets_columns
+        group by feed, source_schema, source_table
     ),
 
     stepped as (
         select * from uniform_steps
         union all
+        -- the row after each event of a lineage whose images differ: each column's last value an
+        -- image of the lineage carried up to it (one window column per position of the table's
+        -- column set; a struct keeps an explicit NULL apart from an absent column), as entries
+        -- sorted by column name (comparable with =)
         select
             grid_events.*,
-            coalesce(event_rows.entries, cast(array() as array<struct<key: string, value: string>>)) as entries
+            array_compact(array(
+                {%- for position in range(fill_width) %}
+                    last(
+                        case
+                            when
+                                grid_events.sets_columns
+                                and map_contains_key(grid_events.image, get(table_columns.column_names, {{ position }}))
+                                then named_struct(
+                                    'key', get(table_columns.column_names, {{ position }}),
+                                    'value', grid_events.image[get(table_columns.column_names, {{ position }})]
+                                )
+                        end,
+                        true
+                    ) over lineage_order{{ ',' if not loop.last }}
+                {%- endfor %}
+            )) as entries
         from grid_events
-        left join event_rows
+        inner join table_columns
             on
-                grid_events.feed = event_rows.feed
-                and grid_events.source_schema = event_rows.source_schema
-                and grid_events.source_table = event_rows.source_table
-                and grid_events.lineage_key = event_rows.lineage_key
-                and grid_events.lineage_segment = event_rows.lineage_segment
-                and grid_events.lineage_seq = event_rows.lineage_seq
+                grid_events.feed = table_columns.feed
+                and grid_events.source_schema = table_columns.source_schema
+                and grid_events.source_table = table_columns.source_table
+        window lineage_order as (
+            partition by
+                grid_events.feed, grid_events.source_schema, grid_events.source_table,
+                grid_events.lineage_key, grid_events.lineage_segment
+            order by grid_events.lineage_seq rows between unbounded preceding and current row
+        )
     ),
 
 {% else %}
