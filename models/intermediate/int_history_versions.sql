@@ -136,15 +136,21 @@ lineaged as (
 ),
 {% endif %}
 
+{#- without key changes a lineage's key is its primary key: naming that column lets the windows
+    over the key below reuse the lineage windows' shuffle (Spark does not see through the alias) -#}
+{%- set lineage_key_column = 'lineage_key' if plans_key_changes else 'primary_key' %}
+
 lineage_sequenced as (
+    -- every window over lineages partitions by the lineage's key alone and orders by segment
+    -- first: one shuffle serves them all
     select
         *,
         row_number() over (
-            partition by feed, source_schema, source_table, lineage_key, lineage_segment
-            order by event_class, event_order, event_rank, kind, primary_key
+            partition by feed, source_schema, source_table, {{ lineage_key_column }}
+            order by lineage_segment, event_class, event_order, event_rank, kind, primary_key
         ) as lineage_seq{% if plans_grid %},
-        -- uniform: every image of the lineage carries the same columns (full images, the
-        -- common case), so the row after an event is the last image, no grid needed
+        -- uniform: every image of the lineage key's segments carries the same columns (full
+        -- images, the common case), so the row after an event is the last image of its segment
         coalesce(
             min(case when sets_columns then sort_array(map_keys(image)) end) over lineage_whole
             = max(case when sets_columns then sort_array(map_keys(image)) end) over lineage_whole,
@@ -153,25 +159,33 @@ lineage_sequenced as (
     {%- endif %}
     from lineaged
     {%- if plans_grid %}
-        window lineage_whole as (partition by feed, source_schema, source_table, lineage_key, lineage_segment)
+        window lineage_whole as (partition by feed, source_schema, source_table, {{ lineage_key_column }})
     {%- endif %}
 ),
 
 uniform_steps as (
-    -- the row after each event of a uniform lineage: its last image (no image yet: no row)
+    -- the row after each event of a uniform lineage: the last image of its segment up to it
+    -- (the last image of the lineage key, when it belongs to the same segment; none: no row)
     select
-        *,
+        * except (last_image),
         coalesce(
-            sort_array(map_entries(last(case when sets_columns then image end, true) over (
-                partition by feed, source_schema, source_table, lineage_key, lineage_segment
-                order by lineage_seq rows between unbounded preceding and current row
-            ))),
+            sort_array(map_entries(case when last_image['segment'] = lineage_segment then last_image['image'] end)),
             cast(array() as array<struct<key: string, value: string>>)
         ) as entries
-    from lineage_sequenced
-    {%- if plans_grid %}
-        where is_uniform
-    {%- endif %}
+    from (
+        select
+            *,
+            last(
+                case when sets_columns then named_struct('segment', lineage_segment, 'image', image) end, true
+            ) over (
+                partition by feed, source_schema, source_table, {{ lineage_key_column }}
+                order by lineage_seq rows between unbounded preceding and current row
+            ) as last_image
+        from lineage_sequenced
+        {%- if plans_grid %}
+            where is_uniform
+        {%- endif %}
+    ) as imaged
 ),
 
 {% if plans_grid %}
@@ -247,7 +261,12 @@ compared as (
         case when is_live then map_from_entries(entries) end as row_after,
         coalesce(lag(is_live) over key_order, false) as was_live,
         lag(case when is_live then map_from_entries(entries) end) over key_order as row_before,
-        lag(entries) over key_order as previous_entries
+        lag(entries) over key_order as previous_entries,
+        -- the key's last new event (its other figures are the same on each of its rows): a
+        -- window over the partition the windows above use, not an aggregate joined back
+        max(case when kind != 'BASE' then event_order end) over (
+            partition by feed, source_schema, source_table, primary_key
+        ) as last_new_event_order
     from stepped
     window key_order as (partition by feed, source_schema, source_table, primary_key order by seq)
 ),
@@ -296,7 +315,11 @@ versions as (
                 'row', case when kind = 'REMOVE' then coalesce(row_before, image) else row_after end,
                 'is_deleted', kind = 'REMOVE'
             )
-        end as version
+        end as version,
+        last_new_event_order,
+        is_rebuilt,
+        previous_last_event_order,
+        previous_rebuilt_generation
     from opened
     where opens_version
 ),
@@ -308,20 +331,6 @@ closed as (
             partition by feed, source_schema, source_table, primary_key order by seq
         ) as next_version
     from versions
-),
-
-key_last_events as (
-    select
-        feed,
-        source_schema,
-        source_table,
-        primary_key,
-        max(case when kind != 'BASE' then event_order end) as last_new_event_order,
-        max(is_rebuilt) as is_rebuilt,
-        max(previous_last_event_order) as previous_last_event_order,
-        max(previous_rebuilt_generation) as previous_rebuilt_generation
-    from apply_events
-    group by feed, source_schema, source_table, primary_key
 ),
 
 final as (
@@ -341,24 +350,18 @@ final as (
         closed.next_version.opened_at as valid_to,
         closed.next_version.operation as closed_by_operation,
         closed.next_version is null as is_current,
-        key_last_events.is_rebuilt,
+        closed.is_rebuilt,
         case
-            when key_last_events.is_rebuilt or key_last_events.previous_rebuilt_generation is null then '{{ generation }}'
-            else key_last_events.previous_rebuilt_generation
+            when closed.is_rebuilt or closed.previous_rebuilt_generation is null then '{{ generation }}'
+            else closed.previous_rebuilt_generation
         end as rebuilt_generation,
         greatest(
-            case when not key_last_events.is_rebuilt then key_last_events.previous_last_event_order end,
-            key_last_events.last_new_event_order
+            case when not closed.is_rebuilt then closed.previous_last_event_order end,
+            closed.last_new_event_order
         ) as last_event_order,
         closed.feed,
         '{{ generation }}' as history_generation
     from closed
-    inner join key_last_events
-        on
-            closed.feed = key_last_events.feed
-            and closed.source_schema = key_last_events.source_schema
-            and closed.source_table = key_last_events.source_table
-            and closed.primary_key = key_last_events.primary_key
 )
 
 select * from final

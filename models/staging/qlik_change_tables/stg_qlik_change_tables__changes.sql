@@ -1,7 +1,8 @@
 {#-
     Qlik Replicate change tables in the canonical change event shape (DESIGN.md §5).
-    Before images (change_oper B) are joined to their UPDATE by the vendor's documented
-    self-join on change_seq (seeds/qlik_change_tables_ja.txt); full-load rows become LOAD.
+    Before images (change_oper B) are paired with their UPDATE as the vendor's documented
+    self-join on change_seq does (seeds/qlik_change_tables_ja.txt), by a window over the
+    position; full-load rows become LOAD.
 -#}
 
 {{ config(enabled=cdc_format_enabled('qlik_change_tables')) }}
@@ -36,33 +37,38 @@ classified as (
     from raw_change_table_rows
 ),
 
-deduplicated as (
-    {{ cdc_first_delivery(
-        'classified',
-        "feed, operation, case when operation = 'LOAD' then concat(source_file, ':', record_index) else change_position end"
-    ) }}
+paired as (
+    -- the vendor's self-join on change_seq (seeds/qlik_change_tables_ja.txt) as a window: the
+    -- before image (change_oper B) delivered first at a position, beside every row of that
+    -- position; the deduplication below then reuses this window's shuffle (its partition adds
+    -- the operation), so the wide rows are shuffled once, not again for a join
+    select
+        *,
+        first(case when operation = 'BEFOREIMAGE' then named_struct('data', data) end, true) over (
+            partition by feed, delivery_key
+            order by ingest_batch_id, source_file, record_index
+            rows between unbounded preceding and unbounded following
+        ).data as position_before_data
+    from (
+        select
+            *,
+            -- a change is delivered once per position; full-load rows have no position
+            case when operation = 'LOAD' then concat(source_file, ':', record_index) else change_position end
+                as delivery_key
+        from classified
+    ) as keyed
 ),
 
-before_images as (
-    select
-        feed,
-        change_position,
-        data as before_data
-    from deduplicated
-    where operation = 'BEFOREIMAGE'
+deduplicated as (
+    {{ cdc_first_delivery('paired', 'feed, delivery_key, operation') }}
 ),
 
 changes_with_before_images as (
     select
-        changes.*,
-        before_images.before_data
-    from deduplicated as changes
-    left join before_images
-        on
-            changes.feed = before_images.feed
-            and changes.change_position = before_images.change_position
-            and changes.operation = 'UPDATE'
-    where changes.operation != 'BEFOREIMAGE'
+        *,
+        case when operation = 'UPDATE' then position_before_data end as before_data
+    from deduplicated
+    where operation != 'BEFOREIMAGE'
 ),
 
 canonical as (
