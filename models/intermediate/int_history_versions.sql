@@ -35,8 +35,8 @@
 {%- set apply_events_relation = cdc_model_relation('int_apply_events') if execute else none %}
 {%- set plans_key_changes = apply_events_relation is none
     or 'true' in cdc_partition_values(apply_events_relation) %}
-{#- the widest column set of a table whose images differ (0: none does): the fill below takes
-    one window column per position of that set -#}
+{#- the widest column set of a table whose images differ (0: none does, and the fill below is
+    left out): the fill takes one window column per position of that set -#}
 {%- set fill_width = 32 if apply_events_relation is none else (run_query(
     'select coalesce(max(size(column_names)), 0) from ('
     ~ ' select array_distinct(flatten(collect_set(map_keys(image)))) as column_names'
@@ -44,7 +44,6 @@
     ~ ' group by feed, source_schema, source_table'
     ~ ' having min(sort_array(map_keys(image))) != max(sort_array(map_keys(image))))'
 ).rows[0][0] | int) %}
-{%- set plans_grid = fill_width > 0 %}
 
 with
 
@@ -148,7 +147,7 @@ lineage_sequenced as (
         row_number() over (
             partition by feed, source_schema, source_table, {{ lineage_key_column }}
             order by lineage_segment, event_class, event_order, event_rank, kind, primary_key
-        ) as lineage_seq{% if plans_grid %},
+        ) as lineage_seq{% if fill_width %},
         -- uniform: every image of the lineage key's segments carries the same columns (full
         -- images, the common case), so the row after an event is the last image of its segment
         coalesce(
@@ -158,7 +157,7 @@ lineage_sequenced as (
         ) as is_uniform
     {%- endif %}
     from lineaged
-    {%- if plans_grid %}
+    {%- if fill_width %}
         window lineage_whole as (partition by feed, source_schema, source_table, {{ lineage_key_column }})
     {%- endif %}
 ),
@@ -182,15 +181,15 @@ uniform_steps as (
                 order by lineage_seq rows between unbounded preceding and current row
             ) as last_image
         from lineage_sequenced
-        {%- if plans_grid %}
+        {%- if fill_width %}
             where is_uniform
         {%- endif %}
     ) as imaged
 ),
 
-{% if plans_grid %}
+{% if fill_width %}
 
-    grid_events as (
+    mixed_events as (
         -- lineages whose images carry different columns (compressed updates, key changes)
         select * from lineage_sequenced
         where not is_uniform
@@ -203,7 +202,7 @@ uniform_steps as (
             source_schema,
             source_table,
             sort_array(array_distinct(flatten(collect_set(map_keys(image))))) as column_names
-        from grid_events
+        from mixed_events
         where sets_columns
         group by feed, source_schema, source_table
     ),
@@ -216,34 +215,34 @@ uniform_steps as (
         -- column set; a struct keeps an explicit NULL apart from an absent column), as entries
         -- sorted by column name (comparable with =)
         select
-            grid_events.*,
+            mixed_events.*,
             array_compact(array(
                 {%- for position in range(fill_width) %}
                     last(
                         case
                             when
-                                grid_events.sets_columns
-                                and map_contains_key(grid_events.image, get(table_columns.column_names, {{ position }}))
+                                mixed_events.sets_columns
+                                and map_contains_key(mixed_events.image, get(table_columns.column_names, {{ position }}))
                                 then named_struct(
                                     'key', get(table_columns.column_names, {{ position }}),
-                                    'value', grid_events.image[get(table_columns.column_names, {{ position }})]
+                                    'value', mixed_events.image[get(table_columns.column_names, {{ position }})]
                                 )
                         end,
                         true
                     ) over lineage_order{{ ',' if not loop.last }}
                 {%- endfor %}
             )) as entries
-        from grid_events
+        from mixed_events
         inner join table_columns
             on
-                grid_events.feed = table_columns.feed
-                and grid_events.source_schema = table_columns.source_schema
-                and grid_events.source_table = table_columns.source_table
+                mixed_events.feed = table_columns.feed
+                and mixed_events.source_schema = table_columns.source_schema
+                and mixed_events.source_table = table_columns.source_table
         window lineage_order as (
             partition by
-                grid_events.feed, grid_events.source_schema, grid_events.source_table,
-                grid_events.lineage_key, grid_events.lineage_segment
-            order by grid_events.lineage_seq rows between unbounded preceding and current row
+                mixed_events.feed, mixed_events.source_schema, mixed_events.source_table,
+                mixed_events.lineage_key, mixed_events.lineage_segment
+            order by mixed_events.lineage_seq rows between unbounded preceding and current row
         )
     ),
 
