@@ -48,10 +48,16 @@ DEMO_TYPED_MODELS_DIR = TYPED_MODELS_DIR / "demo"
 TYPED_MODELS_YML = "_tables__models.yml"
 DEMO_TYPED_MODELS_YML = "_demo__models.yml"
 
+#: The tag of the self-checks (ADR 0015): data tests that only a defect of this project or a
+#: damaged lake can fail (unique on ids the project makes, two models that must agree, the
+#: mask macros' vectors), as opposed to the data tests of what the feeds deliver.
+SELF_CHECK_TAG = "cdc_self_check"
+
 #: dbt node selection of a run with new data and the project as last built (ADR 0009): every
 #: table and incremental model and every data test, without the seeds and views (they hold no
 #: data: the last build created them from the same files). The typed views' own tests go with
-#: them: their rows are current_state's, whose tests run.
+#: them: their rows are current_state's, whose tests run. The self-checks are left out too
+#: (ADR 0015) unless ``cdc run --self-checks``: the last whole build ran them.
 DATA_ONLY_SELECTION = [
     "--select",
     "resource_type:test",
@@ -226,6 +232,7 @@ def run(
     *,
     force: bool = False,
     unit_tests: bool = False,
+    self_checks: bool = False,
     verbose: bool = False,
 ):
     """Stage, then ``dbt build`` in the same SparkSession. Returns ``(summary, dbt_ok, built)``.
@@ -239,8 +246,9 @@ def run(
       what a build would write;
     - new data only (the same project files, vars and target): ``dbt build`` with
       :data:`DATA_ONLY_SELECTION`, every table, incremental model and data test, but not the
-      seeds and views, which hold no data and are as the last build created them;
-    - the project: the whole ``dbt build``.
+      seeds and views, which hold no data and are as the last build created them, nor the
+      self-checks (tag :data:`SELF_CHECK_TAG`, ADR 0015) unless ``self_checks``;
+    - the project: the whole ``dbt build``, self-checks included.
 
     ``force`` builds everything anyway; extra ``dbt_args`` always build, with no selection of
     ours. dbt unit tests (SQL logic on mocked rows, not data) run only with ``unit_tests``, as
@@ -268,8 +276,15 @@ def run(
     if not unit_tests:
         args += ["--exclude-resource-type", "unit_test"]
     if data_only:
-        log("new data only, the project as last built: seeds and views are left as they are")
         args += DATA_ONLY_SELECTION
+        if self_checks:
+            log("new data only, the project as last built: seeds and views are left as they are")
+        else:
+            args.append(f"tag:{SELF_CHECK_TAG}")  # one more --exclude selector
+            log(
+                "new data only, the project as last built: seeds, views and self-checks are left "
+                "as they are (cdc run --self-checks runs the self-checks)"
+            )
     ok = dbt_build(config, extra_vars, args, log, verbose)
     if ok and not dbt_args:
         build_state.record_build(config.lake_root, fingerprint, project, summary.ingest_batch_id)
@@ -905,6 +920,11 @@ def main(argv: list[str] | None = None) -> int:
                 help="also run the dbt unit tests (SQL logic on mocked rows)",
             )
             p.add_argument(
+                "--self-checks",
+                action="store_true",
+                help="also run the self-checks (tag cdc_self_check) when only data is new",
+            )
+            p.add_argument(
                 "dbt_args", nargs=argparse.REMAINDER, help="extra dbt build arguments after --"
             )
     args = parser.parse_args(argv)
@@ -961,6 +981,7 @@ def main(argv: list[str] | None = None) -> int:
                 log,
                 force=args.force,
                 unit_tests=args.unit_tests,
+                self_checks=args.self_checks,
                 verbose=args.verbose,
             )
             if dbt_args:

@@ -226,10 +226,11 @@ def test_incremental_rounds_and_a_full_refresh_build_identical_marts(oracle_run)
     assert differences == {"change_log": [], "current_state": [], "history": []}
 
 
-def test_a_run_with_new_data_only_leaves_seeds_and_views_and_runs_every_test(oracle_run):
-    """issue 11, ADR 0009: the oracle's second round lands data only (the project as round 1
-    built it), so its build recreates no seed and no view (they hold no data) but rebuilds every
-    table and incremental model and runs every data test round 1 ran; the oracle's other tests
+def test_a_run_with_new_data_only_leaves_seeds_views_and_self_checks(oracle_run):
+    """issue 11, ADR 0009, ADR 0015: the oracle's second round lands data only (the project as
+    round 1 built it), so its build recreates no seed and no view (they hold no data) but
+    rebuilds every table and incremental model and runs every data test round 1 ran, except the
+    self-checks (tag cdc_self_check), which round 1's whole build ran; the oracle's other tests
     read the marts, the `history` view and the typed views it leaves."""
     first, second = ORACLE_ROUNDS[:2]
     manifest = second.manifest
@@ -259,9 +260,16 @@ def test_a_run_with_new_data_only_leaves_seeds_and_views_and_runs_every_test(ora
         for uid, node in manifest["nodes"].items()
         if node["resource_type"] == "test" and set(node["depends_on"]["nodes"]) & typed
     }
+    self_checks = {
+        uid
+        for uid, node in manifest["nodes"].items()
+        if node["resource_type"] == "test" and "cdc_self_check" in node["config"]["tags"]
+    }
     tests1 = {uid for uid in round1 if uid.startswith("test.")}
     assert tests1 and on_typed and on_typed <= tests1
-    assert {uid for uid in round2 if uid.startswith("test.")} == tests1 - on_typed
+    assert "test.cdc_changelog.history_replays_to_current_state" in self_checks <= tests1
+    assert {uid for uid in round2 if uid.startswith("test.")} == tests1 - on_typed - self_checks
+    assert "self-checks are left" in second.stdout
     assert set(round2.values()) <= {"success", "pass", "warn"}
 
 

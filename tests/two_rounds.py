@@ -96,7 +96,9 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
                 project, landing, lake
             )
     land_rest(src, landing)
-    round2 = cdc(project, "run", landing=landing, lake=lake)
+    # the self-checks too (ADR 0015), scoped to what round 2 changed: the key changes, late
+    # arrivals and resets that reach back into round 1's history are what they check
+    round2 = cdc(project, "run", "--self-checks", landing=landing, lake=lake)
     history = query(project, "select * from cdc.history", landing=landing, lake=lake)
     return SimpleNamespace(
         project=project,

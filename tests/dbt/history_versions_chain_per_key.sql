@@ -1,9 +1,13 @@
+{{ config(tags=['cdc_self_check']) }}
+
 {#-
     History has no gaps and no overlaps (DESIGN.md §6.6): per key, ordered by the position that
     opened them, each version is closed exactly by the next one (valid_to_position and
     valid_to equal the next valid_from_position and valid_from), only the last is current and
     open, and a key has exactly one current version.
     Checks the keys the last run touched; var cdc_test_scope: all checks every key.
+    A self-check (tag cdc_self_check): it fails only on a defect of this project or a damaged
+    lake, so a data-only `cdc run` leaves it out (ADR 0015).
 -#}
 
 with

@@ -1,6 +1,10 @@
+{{ config(tags=['cdc_self_check']) }}
+
 {#-
     The change-mask macros against the vectors of formats/qlik_change_tables.md: returns the
     vectors the macros get wrong (none when they are right).
+    A self-check (tag cdc_self_check): it fails only on a defect of this project or a damaged
+    lake, so a data-only `cdc run` leaves it out (ADR 0015).
 -#}
 
 with
