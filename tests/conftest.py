@@ -2,8 +2,8 @@
 
 Every ``cdc`` subprocess of the suite (each inherits the environment) runs Spark with
 :data:`SMALL_DATA_SPARK_CONF` and one shuffle partition, unless ``CDC_SPARK_CONF`` and
-``CDC_SHUFFLE_PARTITIONS`` are set, and starts its JVM from the class archive of
-:func:`jvm_class_archive`.
+``CDC_SHUFFLE_PARTITIONS`` are set, and starts its JVM from a class archive
+(:func:`jvm_class_archive`).
 The README test (``make test-readme``) clears every ``CDC_`` variable, so it runs the
 project's defaults.
 """
@@ -11,8 +11,6 @@ project's defaults.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -37,75 +35,41 @@ os.environ.setdefault("CDC_SHUFFLE_PARTITIONS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: What the JVM that writes the class archive runs before it exits (a SparkSession with Hive
-#: support, as every ``cdc`` command has): a database, a partitioned parquet table written and
-#: read back through a window and a join, the partition repair that ``on-run-start`` does. Each
-#: class loaded here is one that later JVMs map from the archive instead of loading from the
-#: jars (:func:`jvm_class_archive`).
-_ARCHIVE_WORKLOAD = """
-import sys
-from pathlib import Path
-from python_udfs.spark import get_spark
-spark = get_spark(Path(sys.argv[1]))
-for statement in (
-    "create database if not exists warm",
-    "create table warm.t (k string, v bigint, b string) using parquet partitioned by (b)",
-    "insert into warm.t select cast(id % 7 as string), id, 'x' from range(100)",
-    "msck repair table warm.t",
-    "refresh table warm.t",
-    "select k, last(v) over (partition by k order by v) as l,"
-    " row_number() over (partition by k order by v desc) as n from warm.t",
-    "select a.k, count(*) from warm.t as a inner join warm.t as b on a.k = b.k group by a.k",
-):
-    spark.sql(statement).collect()
-spark.stop()
-"""
-
 SHARED = REPO.parent / "shared"
 SAMPLES = SHARED / "samples"
 
 
 @pytest.fixture(scope="session", autouse=True)
 def jvm_class_archive(request, tmp_path_factory):
-    """Start every Spark JVM of the suite from one class-data sharing archive (Java 17 AppCDS).
+    """Start every Spark JVM of the suite from a class-data sharing archive (Java 17 AppCDS).
 
-    Every ``cdc`` command of the suite, and the Thrift Server, starts a JVM that loaded the same
-    Spark, Hive and Derby classes from the jars: about 6 s each (``cdc sql`` on the demo lake:
-    18.7 to 23.5 s with the archive against 24.2 to 28.3 s without, three runs each; the
-    growing-dump test's four ``cdc stage``: 62.2 s against 93.4 s). One
-    JVM running :data:`_ARCHIVE_WORKLOAD` writes the archive as it exits
-    (``-XX:ArchiveClassesAtExit``, about 25 s); ``CDC_SPARK_JAVA_OPTIONS`` then hands it to
-    every later JVM (``-XX:SharedArchiveFile``). A JVM that cannot map it (another Java, another
-    class path) loads its classes as before (``-Xshare:auto``, the default), so the archive
-    changes no result. Skipped when no collected test is marked ``spark``, when the JVM fails
-    to write it, or when ``CDC_SPARK_JAVA_OPTIONS`` is already set.
+    Every ``cdc`` command of the suite, and the Thrift Server, starts a JVM that loads the same
+    Spark, Hive and Derby classes (``cdc sql`` on the demo lake: 18.7 to 23.5 s with an archive
+    against 24.2 to 28.3 s without, three runs each; the growing-dump test's four ``cdc
+    stage``: 62.2 s against 93.4 s). ``make install`` writes the environment's archive, which
+    every JVM maps by default (python_udfs/spark.py, :func:`~python_udfs.spark.class_archive`).
+    Without it (pytest outside ``make``), this writes one for the session
+    (:func:`~python_udfs.spark.build_class_archive`, about 35 s) and hands it to every later
+    JVM through ``CDC_SPARK_CLASS_ARCHIVE``. Skipped when no collected test is marked
+    ``spark`` or when class sharing is turned off (``CDC_SPARK_CLASS_ARCHIVE=off``).
     """
-    if "CDC_SPARK_JAVA_OPTIONS" in os.environ or not any(
-        item.get_closest_marker("spark") for item in request.session.items
+    from python_udfs.spark import build_class_archive, class_archive, class_archive_path
+
+    existing = class_archive()
+    if (
+        existing is not None
+        or class_archive_path() is None
+        or not any(item.get_closest_marker("spark") for item in request.session.items)
     ):
+        yield existing
+        return
+    archive = build_class_archive(tmp_path_factory.mktemp("jvm_classes") / "spark.jsa")
+    if archive is None:
         yield None
         return
-    root = tmp_path_factory.mktemp("jvm_classes")
-    archive = root / "spark.jsa"
-    quiet = "-Xlog:cds*=off"  # CDS names each class it cannot archive (Derby's generated ones)
-    env = {
-        **os.environ,
-        "CDC_SPARK_JAVA_OPTIONS": f"-XX:ArchiveClassesAtExit={archive} {quiet}",
-    }
-    subprocess.run(
-        [sys.executable, "-c", _ARCHIVE_WORKLOAD, str(root / "lake")],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        timeout=600,
-        check=False,
-    )
-    if not archive.is_file():
-        yield None
-        return
-    os.environ["CDC_SPARK_JAVA_OPTIONS"] = f"-XX:SharedArchiveFile={archive} {quiet}"
+    os.environ["CDC_SPARK_CLASS_ARCHIVE"] = str(archive)
     yield archive
-    del os.environ["CDC_SPARK_JAVA_OPTIONS"]
+    del os.environ["CDC_SPARK_CLASS_ARCHIVE"]
 
 
 @pytest.fixture(scope="session")

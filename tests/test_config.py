@@ -381,3 +381,30 @@ def test_the_driver_collects_garbage_in_parallel_unless_the_java_options_choose(
     assert {"-XX:+UseParallelGC", "-XX:SharedArchiveFile=spark.jsa"} <= set(options())
     monkeypatch.setenv("CDC_SPARK_JAVA_OPTIONS", "-Xss4m -XX:+UseG1GC")
     assert [o for o in options() if o.endswith("GC")] == ["-XX:+UseG1GC"]
+
+
+def test_the_driver_starts_from_the_class_archive_when_there_is_one(monkeypatch, tmp_path):
+    """The driver JVM maps the class archive (python_udfs/spark.py class_archive) when its file
+    exists: CDC_SPARK_CLASS_ARCHIVE names it, `off` turns it off, and Java options that set
+    class sharing themselves replace it. No file, no option (the JVM loads from the jars)."""
+    from python_udfs.spark import spark_conf
+
+    def sharing() -> list[str]:
+        options = spark_conf(tmp_path / "lake")["spark.driver.extraJavaOptions"].split()
+        return [o for o in options if "Archive" in o or o.startswith(("-Xshare", "-Xlog:cds"))]
+
+    archive = tmp_path / "spark.jsa"
+    monkeypatch.delenv("CDC_SPARK_JAVA_OPTIONS", raising=False)
+    monkeypatch.setenv("CDC_SPARK_CLASS_ARCHIVE", str(archive))
+    assert sharing() == []
+    archive.write_bytes(b"an archive")
+    assert sharing() == [f"-XX:SharedArchiveFile={archive}", "-Xlog:cds*=off"]
+    monkeypatch.setenv("CDC_SPARK_JAVA_OPTIONS", "-Xss4m")
+    assert sharing() == [f"-XX:SharedArchiveFile={archive}", "-Xlog:cds*=off"]
+    monkeypatch.setenv("CDC_SPARK_JAVA_OPTIONS", "-XX:ArchiveClassesAtExit=new.jsa")
+    assert sharing() == ["-XX:ArchiveClassesAtExit=new.jsa"]
+    monkeypatch.setenv("CDC_SPARK_JAVA_OPTIONS", "-Xshare:off")
+    assert sharing() == ["-Xshare:off"]
+    monkeypatch.delenv("CDC_SPARK_JAVA_OPTIONS")
+    monkeypatch.setenv("CDC_SPARK_CLASS_ARCHIVE", "off")
+    assert sharing() == []
