@@ -141,7 +141,8 @@ def class_archive() -> Path | None:
     every ``cdc`` command on this machine. ``CDC_SPARK_CLASS_ARCHIVE`` names another file, or
     ``off`` turns it off (:func:`class_archive_path`); ``make install`` writes it
     (:func:`build_class_archive`). None when the file does not exist. A JVM that cannot
-    map it (another Java, another pyspark) loads its classes from the jars, as without it.
+    map it (another Java, another pyspark) loads its classes from the jars, as without it
+    (ADR 0016).
     """
     archive = class_archive_path()
     return archive if archive is not None and archive.is_file() else None
