@@ -414,6 +414,11 @@ def measure(args: argparse.Namespace, events: int, work: Path) -> dict[str, tupl
             steps[step] = (None, wall, peak)
             return
         seconds, models, tests = dbt_times(project)
+        # each step's run_results.json stays in the work folder, for per-node times
+        shutil.copy(
+            project / "target" / "run_results.json",
+            work / f"run_results_{step.replace(' ', '_').replace(',', '')}.json",
+        )
         steps[step] = (seconds, wall, peak)
         applies[step] = apply_seconds(project)
         print(

@@ -21,7 +21,9 @@ raw_records as (
 ),
 
 positioned as (
-    select
+    -- one shuffle of the wide rows, by trail file: the deduplication (record_position starts
+    -- with the file's seqno) and the per-file window below both reuse it
+    select /*+ repartition(feed, trail_seqno) */
         *,
         concat(lpad(cast(trail_seqno as string), 10, '0'), lpad(cast(record_offset as string), 20, '0'))
             as record_position
@@ -29,7 +31,7 @@ positioned as (
 ),
 
 deduplicated as (
-    {{ cdc_first_delivery('positioned', 'feed, record_position') }}
+    {{ cdc_first_delivery('positioned', 'feed, trail_seqno, record_position') }}
 ),
 
 transaction_starts_in_file as (

@@ -20,14 +20,17 @@ raw_lines as (
 ),
 
 positioned as (
-    select
+    -- one shuffle of the wide rows, by stream (a file belongs to one stream, a transaction to
+    -- one stream): the deduplication, the COMMIT windows and the transaction windows below all
+    -- partition by (feed, stream, ...), so they reuse it
+    select /*+ repartition(feed, stream) */
         *,
         concat(file_name, ':', lpad(cast(record_index as string), 12, '0')) as line_position
     from raw_lines
 ),
 
 deduplicated as (
-    {{ cdc_first_delivery('positioned', 'feed, line_position') }}
+    {{ cdc_first_delivery('positioned', 'feed, stream, line_position') }}
 ),
 
 commits_found as (
@@ -80,6 +83,7 @@ canonical as (
                 then map_concat(map_filter(where_data, (k, v) -> not map_contains_key(data, k)), data)
             when operation = 'UPDATE' then data
         end as after_image,
+        stream,
         source_file,
         record_offset,
         record_index,
@@ -90,11 +94,11 @@ canonical as (
 sequenced as (
     select
         *,
-        {{ cdc_transaction_first_record() }},
-        {{ cdc_position_in_transaction() }} as transaction_sequence,
+        {{ cdc_transaction_first_record('feed, stream, transaction_id') }},
+        {{ cdc_position_in_transaction('feed, stream, transaction_id') }} as transaction_sequence,
         cast(null as array<string>) as changed_columns,
         has_transaction_end and row_number() over (
-            partition by feed, transaction_id
+            partition by feed, stream, transaction_id
             order by case when operation = 'EVENT' then 0 else 1 end desc, change_position desc
         ) = 1 as is_transaction_end
     from canonical

@@ -32,7 +32,9 @@ file_times as (
 ),
 
 positioned as (
-    select
+    -- one shuffle of the wide rows, by file: the deduplication (record_position starts with
+    -- the file name) and the per-file window below both reuse it
+    select /*+ repartition(raw_records.feed, raw_records.file_name) */
         raw_records.*,
         file_times.file_modified_at,
         concat(raw_records.file_name, ':', lpad(cast(raw_records.record_index as string), 12, '0'))
@@ -45,7 +47,7 @@ positioned as (
 ),
 
 deduplicated as (
-    {{ cdc_first_delivery('positioned', 'feed, record_position') }}
+    {{ cdc_first_delivery('positioned', 'feed, file_name, record_position') }}
 ),
 
 commits_in_file as (

@@ -37,15 +37,30 @@ classified as (
     from raw_change_table_rows
 ),
 
+transactions as (
+    -- one shuffle of the wide rows, by transaction: the pairing, the deduplication and the
+    -- transaction windows below all partition by (feed, transaction_id, ...), so they reuse it
+    -- (a before image and its UPDATE, and every delivery of a change, share the transaction)
+    select /*+ repartition(feed, transaction_id) */
+        *,
+        coalesce(
+            header__transaction_id,
+            case
+                when operation = 'LOAD' then concat('load:', source_schema, '.', source_table)
+                else concat('change:', change_position)
+            end
+        ) as transaction_id
+    from classified
+),
+
 paired as (
     -- the vendor's self-join on change_seq (seeds/qlik_change_tables_ja.txt) as a window: the
     -- before image (change_oper B) delivered first at a position, beside every row of that
-    -- position; the deduplication below then reuses this window's shuffle (its partition adds
-    -- the operation), so the wide rows are shuffled once, not again for a join
+    -- position
     select
         *,
         first(case when operation = 'BEFOREIMAGE' then named_struct('data', data) end, true) over (
-            partition by feed, delivery_key
+            partition by feed, transaction_id, delivery_key
             order by ingest_batch_id, source_file, record_index
             rows between unbounded preceding and unbounded following
         ).data as position_before_data
@@ -55,12 +70,12 @@ paired as (
             -- a change is delivered once per position; full-load rows have no position
             case when operation = 'LOAD' then concat(source_file, ':', record_index) else change_position end
                 as delivery_key
-        from classified
+        from transactions
     ) as keyed
 ),
 
 deduplicated as (
-    {{ cdc_first_delivery('paired', 'feed, delivery_key, operation') }}
+    {{ cdc_first_delivery('paired', 'feed, transaction_id, delivery_key, operation') }}
 ),
 
 changes_with_before_images as (
@@ -82,13 +97,7 @@ canonical as (
         source_table,
         change_position,
         operation,
-        coalesce(
-            header__transaction_id,
-            case
-                when operation = 'LOAD' then concat('load:', source_schema, '.', source_table)
-                else concat('change:', change_position)
-            end
-        ) as transaction_id,
+        transaction_id,
         cast(null as boolean) as is_transaction_end,
         coalesce(
             to_timestamp(header__timestamp),

@@ -24,10 +24,25 @@ classified as (
     from raw_messages
 ),
 
+transactions as (
+    -- one shuffle of the wide rows, by transaction: the deduplication (every delivery of a
+    -- message carries its transaction) and the transaction windows below both reuse it
+    select /*+ repartition(feed, resolved_transaction_id) */
+        *,
+        coalesce(
+            transaction_id,
+            case
+                when change_operation = 'LOAD' then concat('load:', source_schema, '.', source_table)
+                else concat('change:', change_position)
+            end
+        ) as resolved_transaction_id
+    from classified
+),
+
 deduplicated as (
     {{ cdc_first_delivery(
-        'classified',
-        "feed, case when change_operation = 'LOAD' then concat(source_file, ':', record_index) else change_position end"
+        'transactions',
+        "feed, resolved_transaction_id, case when change_operation = 'LOAD' then concat(source_file, ':', record_index) else change_position end"
     ) }}
 ),
 
@@ -43,13 +58,7 @@ canonical as (
         source_table,
         change_position,
         change_operation as operation,
-        coalesce(
-            transaction_id,
-            case
-                when change_operation = 'LOAD' then concat('load:', source_schema, '.', source_table)
-                else concat('change:', change_position)
-            end
-        ) as transaction_id,
+        resolved_transaction_id as transaction_id,
         transaction_event_counter,
         transaction_last_event as is_transaction_end,
         to_timestamp(timestamp) as committed_at,
