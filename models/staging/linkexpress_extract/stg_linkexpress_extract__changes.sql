@@ -150,9 +150,17 @@ sequenced as (
     from record_changes
 ),
 
+transaction_figures as (
+    -- the transaction's completeness (DESIGN.md §6.1), over the partition sequenced already has
+    select
+        *,
+        {{ cdc_transaction_figures() }}
+    from sequenced
+),
+
 final as (
     select {{ cdc_change_columns() | join(', ') }}
-    from sequenced
+    from transaction_figures
 )
 
 select * from final
