@@ -255,12 +255,12 @@ def run(
     dbt recommends for production runs; ``make test`` runs them.
     """
     from python_udfs import build_state
-    from python_udfs.spark import get_spark, metastore_started_meanwhile
+    from python_udfs.spark import get_spark, open_metastore_in_background
 
     _export_roots(config)
     spark = get_spark(config.lake_root)
-    with metastore_started_meanwhile(spark):
-        summary = stage(config, spark, log, None if verbose else (lambda _text: None))
+    open_metastore_in_background(spark)  # dbt's first catalog query finds it open, or waits
+    summary = stage(config, spark, log, None if verbose else (lambda _text: None))
     project = build_state.project_fingerprint(config.project_dir, extra_vars)
     fingerprint = build_state.build_fingerprint(config.project_dir, config.lake_root, extra_vars)
     # a plain `cdc run`: only then may the build be skipped or narrowed to the data

@@ -14,7 +14,6 @@ import re
 import shutil
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -414,24 +413,23 @@ def _start_metastore(spark: SparkSession) -> None:
         spark.sql("show databases").collect()
 
 
-@contextlib.contextmanager
-def metastore_started_meanwhile(spark: SparkSession) -> Iterator[None]:
-    """Open the Hive metastore client in a background thread while the ``with`` block runs.
+def open_metastore_in_background(spark: SparkSession) -> threading.Thread:
+    """Start opening the Hive metastore client of ``spark`` in a daemon thread; return it.
 
     Spark opens the metastore (Hive client, Derby) at the first catalog query: 6 to 9 s of a
     ``cdc run`` on this machine (dbt's first query, ``show databases``, in ``logs/dbt.log``).
     Staging reads and writes parquet files only, so ``cdc run`` opens the metastore while
-    staging decodes, and dbt finds it open. Leaving the block waits for the thread. An error
-    opening the metastore is left to the next catalog query, which raises it.
+    staging decodes and while dbt starts (importing itself, reading its manifest), and dbt
+    finds it open or nearly so. Nobody needs to wait for the thread: Spark opens its catalog
+    once, in lazily initialised fields whose first reader holds the others back, so the next
+    catalog query simply waits for it. An error opening the metastore is left to that query,
+    which raises it.
     """
     thread = threading.Thread(
         target=_start_metastore, args=(spark,), name="cdc-metastore", daemon=True
     )
     thread.start()
-    try:
-        yield
-    finally:
-        thread.join()
+    return thread
 
 
 if __name__ == "__main__":  # python -m python_udfs.spark: write the class archive (make install)
