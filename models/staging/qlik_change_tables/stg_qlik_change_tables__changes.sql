@@ -43,13 +43,7 @@ transactions as (
     -- (a before image and its UPDATE, and every delivery of a change, share the transaction)
     select /*+ repartition(feed, transaction_id) */
         *,
-        coalesce(
-            header__transaction_id,
-            case
-                when operation = 'LOAD' then concat('load:', source_schema, '.', source_table)
-                else concat('change:', change_position)
-            end
-        ) as transaction_id
+        {{ cdc_qlik_transaction_id('header__transaction_id', 'operation') }} as transaction_id
     from classified
 ),
 

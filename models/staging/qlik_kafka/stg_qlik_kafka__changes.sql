@@ -29,13 +29,7 @@ transactions as (
     -- message carries its transaction) and the transaction windows below both reuse it
     select /*+ repartition(feed, resolved_transaction_id) */
         *,
-        coalesce(
-            transaction_id,
-            case
-                when change_operation = 'LOAD' then concat('load:', source_schema, '.', source_table)
-                else concat('change:', change_position)
-            end
-        ) as resolved_transaction_id
+        {{ cdc_qlik_transaction_id('transaction_id', 'change_operation') }} as resolved_transaction_id
     from classified
 ),
 
