@@ -1,13 +1,12 @@
 {#-
-    Keyed changes with their transaction's completeness (DESIGN.md §6.1). A table, written
-    once per run: change_log, pending_changes and their tests all read it (ADR 0006).
-    The staging models compute the transaction's figures (cdc_transaction_figures: the same
-    figures and rule, cdc_transaction_is_complete, as int_transactions_grouped) with the
-    windows they already partition by transaction, so this model shuffles nothing. A change
-    without a transaction id belongs to no transaction and is left out.
+    Keyed changes with their transaction's completeness (DESIGN.md §6.1). The staging models
+    compute the transaction's figures (cdc_transaction_figures: the same figures and rule,
+    cdc_transaction_is_complete, as int_transactions_grouped) with the windows they already
+    partition by transaction, so this model shuffles nothing, and it is a view: its two
+    readers, change_log and pending_changes, read the staging tables through it (a union and a
+    broadcast join to the catalog) instead of a copy of every change written once per run.
+    A change without a transaction id belongs to no transaction and is left out.
 -#}
-
-{{ config(materialized='table') }}
 
 with
 
