@@ -44,40 +44,47 @@ new_events as (
     {{ cdc_key_events('new_changes') }}
 ),
 
-rebuild_changes as (
-    -- every change, for the rebuilt keys; none when no key is rebuilt (no scan at all)
-    select * from change_log
-    {%- if not rebuilds_keys %}
-        where false
-    {%- endif %}
-),
+{% if rebuilds_keys %}
 
-all_events as (
-    {{ cdc_key_events('rebuild_changes') }}
-),
+    rebuild_changes as (
+        -- every change, for the rebuilt keys (not planned when no key is rebuilt: no scan at all)
+        select * from change_log
+    ),
+
+    all_events as (
+        {{ cdc_key_events('rebuild_changes') }}
+    ),
+{% endif %}
 
 row_events as (
-    -- fast path: the new events of a key continued from its current version
-    select new_events.*
-    from new_events
-    left semi join classified
-        on
-            new_events.feed = classified.feed
-            and new_events.source_schema = classified.source_schema
-            and new_events.source_table = classified.source_table
-            and new_events.primary_key = classified.primary_key
-            and not classified.is_rebuilt
-    union all
-    -- rebuild: every event of the key
-    select all_events.*
-    from all_events
-    left semi join classified
-        on
-            all_events.feed = classified.feed
-            and all_events.source_schema = classified.source_schema
-            and all_events.source_table = classified.source_table
-            and all_events.primary_key = classified.primary_key
-            and classified.is_rebuilt
+    {%- if rebuilds_keys %}
+        -- fast path: the new events of a key continued from its current version
+        select new_events.*
+        from new_events
+        left semi join classified
+            on
+                new_events.feed = classified.feed
+                and new_events.source_schema = classified.source_schema
+                and new_events.source_table = classified.source_table
+                and new_events.primary_key = classified.primary_key
+                and not classified.is_rebuilt
+        union all
+        -- rebuild: every event of the key
+        select all_events.*
+        from all_events
+        left semi join classified
+            on
+                all_events.feed = classified.feed
+                and all_events.source_schema = classified.source_schema
+                and all_events.source_table = classified.source_table
+                and all_events.primary_key = classified.primary_key
+                and classified.is_rebuilt
+    {%- else %}
+        -- no key is rebuilt: every key with new events is a fast-path key of int_apply_keys
+        -- (which takes its keys from the same new events), so no join picks them out and the
+        -- events are shuffled once, by the windows below
+        select * from new_events
+    {%- endif %}
 ),
 
 key_loads as (
