@@ -91,9 +91,25 @@ def _parse_vars(text: str | None) -> dict[str, Any]:
 
 
 def _export_roots(config: ProjectConfig) -> None:
-    """Expose the resolved roots to dbt (profiles.yml and macros read these variables)."""
+    """Expose the resolved roots and the lake's table folders to dbt.
+
+    profiles.yml and the macros read ``CDC_LAKE_ROOT`` and ``CDC_LANDING_ROOT``.
+    ``CDC_WAREHOUSE_FOLDERS`` lists the table folders under ``<lake root>/warehouse`` as
+    ``<schema>.<table>``, comma-separated: macro ``cdc_clear_orphan_table_folders`` clears the
+    folders of tables missing from the catalog, and with this list it leaves alone the tables
+    that have no folder, such as every table of a first run.
+    """
     os.environ["CDC_LAKE_ROOT"] = str(config.lake_root)
     os.environ["CDC_LANDING_ROOT"] = str(config.landing_root)
+    warehouse = config.lake_root / "warehouse"
+    folders = (
+        f"{schema.name[: -len('.db')]}.{table.name}"
+        for schema in (warehouse.iterdir() if warehouse.is_dir() else ())
+        if schema.name.endswith(".db") and schema.is_dir()
+        for table in schema.iterdir()
+        if table.is_dir()
+    )
+    os.environ["CDC_WAREHOUSE_FOLDERS"] = ",".join(sorted(folders))
 
 
 def stage(config: ProjectConfig, spark=None, log=print, detail=None):
