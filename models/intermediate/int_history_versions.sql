@@ -35,15 +35,22 @@
 {%- set apply_events_relation = cdc_model_relation('int_apply_events') if execute else none %}
 {%- set plans_key_changes = apply_events_relation is none
     or 'true' in cdc_partition_values(apply_events_relation) %}
-{#- the widest column set of a table whose images differ (0: none does, and the fill below is
+{#- the tables whose images carry different column sets, with the columns their images carry
+    (sorted by name), and the widest such set (0: no table's images differ, and the fill below is
     left out): the fill takes one window column per position of that set -#}
-{%- set fill_width = 32 if apply_events_relation is none else (run_query(
-    'select coalesce(max(size(column_names)), 0) from ('
-    ~ ' select array_distinct(flatten(collect_set(map_keys(image)))) as column_names'
+{%- set mixed_tables = none if apply_events_relation is none else run_query(
+    'select feed, source_schema, source_table, to_json(column_names) from ('
+    ~ ' select feed, source_schema, source_table,'
+    ~ ' sort_array(array_distinct(flatten(collect_set(map_keys(image))))) as column_names'
     ~ ' from ' ~ apply_events_relation ~ ' where sets_columns'
     ~ ' group by feed, source_schema, source_table'
     ~ ' having min(sort_array(map_keys(image))) != max(sort_array(map_keys(image))))'
-).rows[0][0] | int) %}
+).rows %}
+{%- set widths = [0] %}
+{%- for table in mixed_tables or [] %}
+    {%- do widths.append(fromjson(table[3]) | length) %}
+{%- endfor %}
+{%- set fill_width = 32 if mixed_tables is none else widths | max %}
 
 with
 
@@ -196,15 +203,33 @@ uniform_steps as (
     ),
 
     table_columns as (
-        -- the columns the images of a table carry, sorted by name (a few rows per table)
-        select
-            feed,
-            source_schema,
-            source_table,
-            sort_array(array_distinct(flatten(collect_set(map_keys(image))))) as column_names
-        from mixed_events
-        where sets_columns
-        group by feed, source_schema, source_table
+        -- the columns the images of a table whose images differ carry, sorted by name (a few
+        -- rows per table): found when this model compiles, or here at parse time
+        {%- if mixed_tables is none %}
+            select
+                feed,
+                source_schema,
+                source_table,
+                sort_array(array_distinct(flatten(collect_set(map_keys(image))))) as column_names
+            from apply_events
+            where sets_columns
+            group by feed, source_schema, source_table
+        {%- else %}
+            select * from values
+            {%- for feed, source_schema, source_table, column_names in mixed_tables %}
+                (
+                    {{ cdc_string_literal(feed) }},
+                    {{ cdc_string_literal(source_schema) }},
+                    {{ cdc_string_literal(source_table) }},
+                    array(
+                        {%- for column_name in fromjson(column_names) -%}
+                            {{ cdc_string_literal(column_name) }}{{ ', ' if not loop.last }}
+                        {%- endfor -%}
+                    )
+                ){{ ',' if not loop.last }}
+            {%- endfor %}
+            as table_columns (feed, source_schema, source_table, column_names)
+        {%- endif %}
     ),
 
     stepped as (
@@ -214,7 +239,7 @@ uniform_steps as (
         -- image of the lineage carried up to it (one window column per position of the table's
         -- column set; a struct keeps an explicit NULL apart from an absent column), as entries
         -- sorted by column name (comparable with =)
-        select
+        select /*+ broadcast(table_columns) */
             mixed_events.*,
             array_compact(array(
                 {%- for position in range(fill_width) %}
