@@ -133,10 +133,11 @@ apply_events as (
 {% else %}
 
 lineaged as (
-    -- no key change among this run's events: a row's lineage is its own segment
+    -- no key change among this run's events: a row's lineage is its own segment, and its key
+    -- the key's own column (no alias of it: the scan's partitioning by key stays one partitioning
+    -- that the union below can pass on)
     select
         apply_events.*,
-        apply_events.primary_key as lineage_key,
         apply_events.segment as lineage_segment
     from apply_events
 ),
@@ -146,9 +147,58 @@ lineaged as (
     over the key below reuse the lineage windows' shuffle (Spark does not see through the alias) -#}
 {%- set lineage_key_column = 'lineage_key' if plans_key_changes else 'primary_key' %}
 
+{% if fill_width %}
+
+    lineage_tables as (
+        -- the columns the images of the event's table carry, sorted by name, when that table's
+        -- images carry different column sets (null otherwise): found when this model compiles and
+        -- written here as a case per table (no join: the events keep the partitioning by key they
+        -- were read with), or at parse time an aggregate joined
+        {%- if mixed_tables is none %}
+            select
+                lineaged.*,
+                table_columns.column_names as table_column_names
+            from lineaged
+            left join (
+                select
+                    feed,
+                    source_schema,
+                    source_table,
+                    sort_array(array_distinct(flatten(collect_set(map_keys(image))))) as column_names
+                from apply_events
+                where sets_columns
+                group by feed, source_schema, source_table
+                having min(sort_array(map_keys(image))) != max(sort_array(map_keys(image)))
+            ) as table_columns
+                on
+                    lineaged.feed = table_columns.feed
+                    and lineaged.source_schema = table_columns.source_schema
+                    and lineaged.source_table = table_columns.source_table
+        {%- else %}
+            select
+                *,
+                case
+                    {%- for feed, source_schema, source_table, column_names in mixed_tables %}
+                        when
+                            feed = {{ cdc_string_literal(feed) }}
+                            and source_schema = {{ cdc_string_literal(source_schema) }}
+                            and source_table = {{ cdc_string_literal(source_table) }}
+                            then array(
+                                {%- for column_name in fromjson(column_names) -%}
+                                    {{ cdc_string_literal(column_name) }}{{ ', ' if not loop.last }}
+                                {%- endfor -%}
+                            )
+                    {%- endfor %}
+                end as table_column_names
+            from lineaged
+        {%- endif %}
+    ),
+{% endif %}
+
 lineage_sequenced as (
     -- every window over lineages partitions by the lineage's key alone and orders by segment
-    -- first: one shuffle serves them all
+    -- first: one shuffle (none without key changes: int_apply_events is bucketed by key) and one
+    -- sort serve them all
     select
         *,
         row_number() over (
@@ -156,128 +206,90 @@ lineage_sequenced as (
             order by lineage_segment, event_class, event_order, event_rank, kind, primary_key
         ) as lineage_seq{% if fill_width %},
         -- uniform: every image of the lineage key's segments carries the same columns (full
-        -- images, the common case), so the row after an event is the last image of its segment
+        -- images, the common case, and every lineage of a table whose images all do), so the
+        -- row after an event is the last image of its segment
         coalesce(
-            min(case when sets_columns then sort_array(map_keys(image)) end) over lineage_whole
-            = max(case when sets_columns then sort_array(map_keys(image)) end) over lineage_whole,
+            min(case when sets_columns and table_column_names is not null then sort_array(map_keys(image)) end)
+                over lineage_whole
+            = max(case when sets_columns and table_column_names is not null then sort_array(map_keys(image)) end)
+                over lineage_whole,
             true
         ) as is_uniform
     {%- endif %}
-    from lineaged
+    from {{ 'lineage_tables' if fill_width else 'lineaged' }}
     {%- if fill_width %}
         window lineage_whole as (partition by feed, source_schema, source_table, {{ lineage_key_column }})
     {%- endif %}
 ),
 
-uniform_steps as (
-    -- the row after each event of a uniform lineage: the last image of its segment up to it
-    -- (the last image of the lineage key, when it belongs to the same segment; none: no row)
+filled as (
+    -- the last image of the lineage up to each event, and, for a lineage whose images differ,
+    -- each column's last value an image of the lineage carried up to it (one window column per
+    -- position of the table's column set; a struct keeps an explicit NULL apart from an absent
+    -- column), each with the segment it came from: one window, over the lineage's key
     select
-        * except (last_image),
-        coalesce(
-            sort_array(map_entries(case when last_image['segment'] = lineage_segment then last_image['image'] end)),
-            cast(array() as array<struct<key: string, value: string>>)
-        ) as entries
-    from (
-        select
-            *,
+        *,
+        {%- for position in range(fill_width) %}
             last(
-                case when sets_columns then named_struct('segment', lineage_segment, 'image', image) end, true
-            ) over (
-                partition by feed, source_schema, source_table, {{ lineage_key_column }}
-                order by lineage_seq rows between unbounded preceding and current row
-            ) as last_image
-        from lineage_sequenced
-        {%- if fill_width %}
-            where is_uniform
-        {%- endif %}
-    ) as imaged
+                case
+                    when
+                        sets_columns
+                        and not is_uniform
+                        and map_contains_key(image, get(table_column_names, {{ position }}))
+                        then named_struct(
+                            'segment', lineage_segment,
+                            'key', get(table_column_names, {{ position }}),
+                            'value', image[get(table_column_names, {{ position }})]
+                        )
+                end,
+                true
+            ) over lineage_order as filled_{{ position }},
+        {%- endfor %}
+        last(
+            case when sets_columns then named_struct('segment', lineage_segment, 'image', image) end, true
+        ) over lineage_order as last_image
+    from lineage_sequenced
+    window lineage_order as (
+        partition by feed, source_schema, source_table, {{ lineage_key_column }}
+        order by lineage_seq rows between unbounded preceding and current row
+    )
 ),
-
-{% if fill_width %}
-
-    mixed_events as (
-        -- lineages whose images carry different columns (compressed updates, key changes)
-        select * from lineage_sequenced
-        where not is_uniform
-    ),
-
-    table_columns as (
-        -- the columns the images of a table whose images differ carry, sorted by name (a few
-        -- rows per table): found when this model compiles, or here at parse time
-        {%- if mixed_tables is none %}
-            select
-                feed,
-                source_schema,
-                source_table,
-                sort_array(array_distinct(flatten(collect_set(map_keys(image))))) as column_names
-            from apply_events
-            where sets_columns
-            group by feed, source_schema, source_table
-        {%- else %}
-            select * from values
-            {%- for feed, source_schema, source_table, column_names in mixed_tables %}
-                (
-                    {{ cdc_string_literal(feed) }},
-                    {{ cdc_string_literal(source_schema) }},
-                    {{ cdc_string_literal(source_table) }},
-                    array(
-                        {%- for column_name in fromjson(column_names) -%}
-                            {{ cdc_string_literal(column_name) }}{{ ', ' if not loop.last }}
-                        {%- endfor -%}
-                    )
-                ){{ ',' if not loop.last }}
-            {%- endfor %}
-            as table_columns (feed, source_schema, source_table, column_names)
-        {%- endif %}
-    ),
-
-    stepped as (
-        select * from uniform_steps
-        union all
-        -- the row after each event of a lineage whose images differ: each column's last value an
-        -- image of the lineage carried up to it (one window column per position of the table's
-        -- column set; a struct keeps an explicit NULL apart from an absent column), as entries
-        -- sorted by column name (comparable with =)
-        select /*+ broadcast(table_columns) */
-            mixed_events.*,
-            array_compact(array(
-                {%- for position in range(fill_width) %}
-                    last(
-                        case
-                            when
-                                mixed_events.sets_columns
-                                and map_contains_key(mixed_events.image, get(table_columns.column_names, {{ position }}))
-                                then named_struct(
-                                    'key', get(table_columns.column_names, {{ position }}),
-                                    'value', mixed_events.image[get(table_columns.column_names, {{ position }})]
-                                )
-                        end,
-                        true
-                    ) over lineage_order{{ ',' if not loop.last }}
-                {%- endfor %}
-            )) as entries
-        from mixed_events
-        inner join table_columns
-            on
-                mixed_events.feed = table_columns.feed
-                and mixed_events.source_schema = table_columns.source_schema
-                and mixed_events.source_table = table_columns.source_table
-        window lineage_order as (
-            partition by
-                mixed_events.feed, mixed_events.source_schema, mixed_events.source_table,
-                mixed_events.lineage_key, mixed_events.lineage_segment
-            order by mixed_events.lineage_seq rows between unbounded preceding and current row
-        )
-    ),
-
-{% else %}
 
 stepped as (
-    -- every table's images carry one column set: every lineage is uniform
-    select * from uniform_steps
+    -- the row after each event, as entries sorted by column name (comparable with =): of a
+    -- uniform lineage, the last image of its segment up to it (the last image of the lineage
+    -- key, when it belongs to the same segment; none: no row); of a lineage whose images differ,
+    -- the columns whose last value came from its segment (ADR 0008)
+    select
+        * except (
+            last_image{% if fill_width %}, table_column_names{% endif %}
+            {%- for position in range(fill_width) %}, filled_{{ position }}{% endfor %}
+        ),
+        {%- if fill_width %}
+            case
+                when is_uniform
+                    then
+                        coalesce(
+                            sort_array(map_entries(case when last_image['segment'] = lineage_segment then last_image['image'] end)),
+                            cast(array() as array<struct<key: string, value: string>>)
+                        )
+                else array_compact(array(
+                    {%- for position in range(fill_width) %}
+                        case
+                            when filled_{{ position }}['segment'] = lineage_segment
+                                then named_struct('key', filled_{{ position }}['key'], 'value', filled_{{ position }}['value'])
+                        end{{ ',' if not loop.last }}
+                    {%- endfor %}
+                ))
+            end as entries
+        {%- else %}
+            coalesce(
+                sort_array(map_entries(case when last_image['segment'] = lineage_segment then last_image['image'] end)),
+                cast(array() as array<struct<key: string, value: string>>)
+            ) as entries
+        {%- endif %}
+    from filled
 ),
-{% endif %}
 
 compared as (
     select
