@@ -19,10 +19,11 @@
 
 {%- set watermark = cdc_state_watermark() %}
 {#- whether int_apply_keys (built before this model) rebuilds any key: when none is, the
-    rebuild branch is left out and all of change_log is not read (true at parse time) -#}
+    rebuild branch is left out and all of change_log is not read (true at parse time; none is
+    on a first build, without asking) -#}
 {%- set apply_keys = cdc_model_relation('int_apply_keys') if execute else none %}
-{%- set rebuilds_keys = apply_keys is none
-    or run_query('select count(*) from ' ~ apply_keys ~ ' where is_rebuilt').rows[0][0] > 0 %}
+{%- set rebuilds_keys = apply_keys is none or (watermark != ''
+    and run_query('select count(*) from ' ~ apply_keys ~ ' where is_rebuilt').rows[0][0] > 0) %}
 
 with
 
@@ -234,17 +235,29 @@ final as (
         live.source_key,
         live.sets_columns,
         live.is_live,
-        classified.is_rebuilt,
-        classified.previous_last_event_order,
-        classified.previous_rebuilt_generation,
+        {%- if watermark == '' %}
+            -- the first build (or --full-refresh): no key has a state yet, so none is rebuilt and
+            -- none has previous figures; every event's key is in int_apply_keys (its keys are the
+            -- new events', the resets' are taken from it): no join
+            false as is_rebuilt,
+            cast(null as struct<change_position: string, source_file: string, record_index: bigint>)
+                as previous_last_event_order,
+            cast(null as string) as previous_rebuilt_generation,
+        {%- else %}
+            classified.is_rebuilt,
+            classified.previous_last_event_order,
+            classified.previous_rebuilt_generation,
+        {%- endif %}
         live.source_key is not null or (live.kind = 'REMOVE' and live.operation = 'UPDATE') as is_key_change
     from live
-    inner join classified
-        on
-            live.feed = classified.feed
-            and live.source_schema = classified.source_schema
-            and live.source_table = classified.source_table
-            and live.primary_key = classified.primary_key
+    {%- if watermark != '' %}
+        inner join classified
+            on
+                live.feed = classified.feed
+                and live.source_schema = classified.source_schema
+                and live.source_table = classified.source_table
+                and live.primary_key = classified.primary_key
+    {%- endif %}
 )
 
 select * from final
