@@ -38,13 +38,19 @@
 {#- the tables whose images carry different column sets, with the columns their images carry
     (sorted by name), and the widest such set (0: no table's images differ, and the fill below is
     left out): the fill takes one window column per position of that set -#}
+{%- set mixed_tables_query -%}
+    select
+        feed,
+        source_schema,
+        source_table,
+        sort_array(array_distinct(flatten(collect_set(map_keys(image))))) as column_names
+    from {{ apply_events_relation or 'apply_events' }}
+    where sets_columns
+    group by feed, source_schema, source_table
+    having min(sort_array(map_keys(image))) != max(sort_array(map_keys(image)))
+{%- endset %}
 {%- set mixed_tables = none if apply_events_relation is none else run_query(
-    'select feed, source_schema, source_table, to_json(column_names) from ('
-    ~ ' select feed, source_schema, source_table,'
-    ~ ' sort_array(array_distinct(flatten(collect_set(map_keys(image))))) as column_names'
-    ~ ' from ' ~ apply_events_relation ~ ' where sets_columns'
-    ~ ' group by feed, source_schema, source_table'
-    ~ ' having min(sort_array(map_keys(image))) != max(sort_array(map_keys(image))))'
+    'select feed, source_schema, source_table, to_json(column_names) from (' ~ mixed_tables_query ~ ')'
 ).rows %}
 {%- set widths = [0] %}
 {%- for table in mixed_tables or [] %}
@@ -159,17 +165,7 @@ lineaged as (
                 lineaged.*,
                 table_columns.column_names as table_column_names
             from lineaged
-            left join (
-                select
-                    feed,
-                    source_schema,
-                    source_table,
-                    sort_array(array_distinct(flatten(collect_set(map_keys(image))))) as column_names
-                from apply_events
-                where sets_columns
-                group by feed, source_schema, source_table
-                having min(sort_array(map_keys(image))) != max(sort_array(map_keys(image)))
-            ) as table_columns
+            left join ({{ mixed_tables_query }}) as table_columns
                 on
                     lineaged.feed = table_columns.feed
                     and lineaged.source_schema = table_columns.source_schema
