@@ -10,8 +10,9 @@
         exists, a throw-away managed table is pointed at that folder and dropped, which deletes
         the folder. Which folders exist: CDC_WAREHOUSE_FOLDERS, the `<schema>.<table>` folders
         under the warehouse that `cdc run` lists before dbt starts; without it (a plain
-        `dbt build`), every missing table's folder is cleared (three statements each). Called
-        from on-run-start; renders no statement (dbt runs none for an empty hook).
+        `dbt build`), every missing table's folder is cleared, whether it exists or not (five
+        statements each, logged to dbt's log file only). Called from on-run-start; renders no
+        statement (dbt runs none for an empty hook).
     -#}
     {%- if execute -%}
         {%- set listed = env_var('CDC_WAREHOUSE_FOLDERS', '*') -%}
@@ -39,7 +40,11 @@
             {%- do run_query('create table ' ~ throwaway ~ ' (orphan int) using parquet') -%}
             {%- do run_query('alter table ' ~ throwaway ~ " set location '" ~ location ~ '/' ~ identifier | lower ~ "'") -%}
             {%- do run_query('drop table ' ~ throwaway) -%}
-            {%- do log('removed ' ~ location ~ '/' ~ identifier | lower ~ ', left by a killed run', info=true) -%}
+            {%- do log(
+                'cleared ' ~ location ~ '/' ~ identifier | lower
+                ~ ', the folder of a table missing from the catalog (a run killed while it wrote the table leaves one)',
+                info=folders is not none
+            ) -%}
             {%- if loop.last -%}
                 {#- the throw-away table's own (empty) folder goes with a last plain drop -#}
                 {%- do run_query('create table ' ~ throwaway ~ ' (orphan int) using parquet') -%}

@@ -91,16 +91,19 @@ def _parse_vars(text: str | None) -> dict[str, Any]:
 
 
 def _export_roots(config: ProjectConfig) -> None:
-    """Expose the resolved roots and the lake's table folders to dbt.
-
-    profiles.yml and the macros read ``CDC_LAKE_ROOT`` and ``CDC_LANDING_ROOT``.
-    ``CDC_WAREHOUSE_FOLDERS`` lists the table folders under ``<lake root>/warehouse`` as
-    ``<schema>.<table>``, comma-separated: macro ``cdc_clear_orphan_table_folders`` clears the
-    folders of tables missing from the catalog, and with this list it leaves alone the tables
-    that have no folder, such as every table of a first run.
-    """
+    """Expose the resolved roots to dbt (profiles.yml and macros read these variables)."""
     os.environ["CDC_LAKE_ROOT"] = str(config.lake_root)
     os.environ["CDC_LANDING_ROOT"] = str(config.landing_root)
+
+
+def _export_table_folders(config: ProjectConfig) -> None:
+    """Expose the table folders under ``<lake root>/warehouse`` to the dbt build about to start.
+
+    ``CDC_WAREHOUSE_FOLDERS`` lists them as ``<schema>.<table>``, comma-separated: macro
+    ``cdc_clear_orphan_table_folders`` clears the folders of tables missing from the catalog
+    (left by a run killed inside CREATE TABLE AS SELECT), and with this list it leaves alone
+    the tables that have no folder, such as every table of a first run.
+    """
     warehouse = config.lake_root / "warehouse"
     folders = (
         f"{schema.name[: -len('.db')]}.{table.name}"
@@ -146,6 +149,7 @@ def dbt_build(
     from dbt.cli.main import dbtRunner
 
     _export_roots(config)
+    _export_table_folders(config)
     cli_args = [
         "build",
         "--project-dir",
