@@ -10,10 +10,13 @@
 
 {% macro cdc_state_watermark() %}
     {#-
-        The last generation whose change_log rows the state models have applied: the
-        state_generation of int_key_state, read when the calling model (int_apply_events)
-        compiles. An empty string (every change is new) with --full-refresh, and when
-        int_key_state or the version store int_history_versions does not exist yet.
+        The last generation whose change_log rows the state models have applied: the table
+        property cdc.state_generation of int_key_state (its post-hook sets it once the state
+        is written, see cdc_state_watermark_hook), read from the metastore when the calling
+        model compiles. A lake whose int_key_state has no such property yet (built before it
+        existed) gives max(state_generation) of its rows. An empty string (every change is new)
+        with --full-refresh, and when int_key_state or the version store int_history_versions
+        does not exist yet.
     -#}
     {%- if not execute or flags.FULL_REFRESH -%}
         {{ return('') }}
@@ -23,8 +26,28 @@
     {%- if state is none or versions is none -%}
         {{ return('') }}
     {%- endif -%}
+    {%- set recorded = [] -%}
+    {%- for key, value in run_query('show tblproperties ' ~ state).rows if key == 'cdc.state_generation' -%}
+        {%- do recorded.append(value) -%}
+    {%- endfor -%}
+    {%- if recorded -%}
+        {{ return(recorded[0]) }}
+    {%- endif -%}
     {%- set rows = run_query('select coalesce(max(state_generation), \'\') as generation from ' ~ state).rows -%}
     {{ return(rows[0][0] if rows else '') }}
+{% endmacro %}
+
+
+{% macro cdc_state_watermark_hook() %}
+    {#-
+        Post-hook of int_key_state: SQL that records this run's generation as the table
+        property cdc.state_generation, the watermark the next run reads (cdc_state_watermark).
+        It runs after the state is written, so a run killed while Spark moves the state's
+        partitions into place, or just after, leaves the previous watermark: the next run
+        applies this run's generations again, and the keys they touched, whose state may
+        already hold them, are rebuilt from all their changes (int_apply_keys).
+    -#}
+    alter table {{ this }} set tblproperties ('cdc.state_generation' = '{{ cdc_generation() }}')
 {% endmacro %}
 
 

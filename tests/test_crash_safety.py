@@ -11,7 +11,9 @@ pending_changes). A kill before the history versions is not among them: the reru
 starts from what the kill before the key state leaves, less the history partition. The run
 that completes each round has a twin started at the same moment on the same lake: one of the
 two applies, the other stops at once. After the first round, the current-state table is left
-as a kill inside its CREATE TABLE AS SELECT leaves it: its folder, no table in the catalog.
+as a kill inside its CREATE TABLE AS SELECT leaves it: its folder, no table in the catalog; and
+the key state's watermark (its table property) is set behind the state, as a kill after the
+state is written and before its post-hook records the run's generation leaves it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import pytest
 
 from simulator.database import JP_TABLES, catalog_rows, simulate
 from simulator.feeds import write_feed
-from tests.spark_project import cdc, make_project, read_mart
+from tests.spark_project import cdc, make_project, query, read_mart
 from tests.test_end_to_end import landing_rounds
 
 pytestmark = pytest.mark.spark
@@ -151,6 +153,36 @@ def _leave_orphan_folder(project: Path, landing: Path, lake: Path, table: str) -
     shutil.move(kept, folder)
 
 
+#: A generation before every run's (cdc_generation: YYYYMMDDTHHMMSSffffff).
+GENERATION_BEFORE_ALL = "00000000T000000000000"
+
+
+def _put_watermark_behind_state(project: Path, landing: Path, lake: Path) -> None:
+    """Set int_key_state's watermark (table property cdc.state_generation) behind the
+    generation its rows hold, here before every generation: what a run killed after writing
+    the state and before its post-hook leaves (one generation behind). The next run applies
+    the generations after it again, and every key they touch is rebuilt from all its changes,
+    its state holding them already (int_apply_keys)."""
+    cdc(
+        project,
+        "sql",
+        "alter table cdc.int_key_state set tblproperties "
+        f"('cdc.state_generation' = '{GENERATION_BEFORE_ALL}')",
+        landing=landing,
+        lake=lake,
+    )
+
+
+def _watermark(project: Path, landing: Path, lake: Path) -> str:
+    """The watermark the next run reads: int_key_state's table property cdc.state_generation."""
+    (row,) = [
+        r
+        for r in query(project, "show tblproperties cdc.int_key_state", landing=landing, lake=lake)
+        if r["key"] == "cdc.state_generation"
+    ]
+    return row["value"]
+
+
 def _marts(project: Path, landing: Path, lake: Path) -> dict:
     """The marts, without what differs between two lakes by wall clock (batch ids, generation)."""
     history = cdc(
@@ -210,6 +242,11 @@ def test_runs_killed_at_any_point_and_rerun_build_the_same_marts(tmp_path, clean
         _two_runs_at_once(project, landing, lake)
         if k == 0:
             _leave_orphan_folder(project, landing, lake, "current_state")
+            _put_watermark_behind_state(project, landing, lake)
+    # the run that applied last recorded its generation, the one its key state holds
+    assert {r["state_generation"] for r in read_mart(lake, "int_key_state")} == {
+        _watermark(project, landing, lake)
+    }
     killed = _marts(project, landing, lake)
     assert len(uninterrupted["change_log"]) > 100 and uninterrupted["pending_changes"]
     assert len({json.loads(r)["change_id"] for r in killed["change_log"]}) == len(

@@ -1,14 +1,17 @@
 {#-
     One row per key ever seen (deleted keys included): its current version, the order of the
     last event applied to it and the generation whose change_log rows it includes
-    (state_generation, the watermark of the next run). Each run rewrites it from the previous
-    state (keys not touched) and this run's current versions in int_history_versions.
+    (state_generation). Each run rewrites it from the previous state (keys not touched) and
+    this run's current versions in int_history_versions, then records its generation as the
+    table property cdc.state_generation (post-hook): the watermark of the next run, read from
+    the metastore instead of the rows, and moved only once the state is all written.
 -#}
 
 {{ config(
     materialized='incremental',
     incremental_strategy='insert_overwrite',
     partition_by=['feed'],
+    post_hook="{{ cdc_state_watermark_hook() }}",
 ) }}
 
 {%- set generation = cdc_generation() -%}
