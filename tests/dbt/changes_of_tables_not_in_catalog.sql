@@ -2,7 +2,14 @@
 {#-
     Changes of tables missing from seeds/cdc_columns.csv have no primary key and do not reach
     current state. Add the table (or run `cdc scaffold`) to apply them.
+
+    A warning blocks nothing, so the test also hangs off int_staged_batches (depends_on), a
+    model no other model reads, as conflicting_duplicate_changes does: dbt build then runs it
+    beside the apply models, not between change_log and them (a test of change_log alone holds
+    back change_log's children until it ends).
 -#}
+
+-- depends_on: {{ ref('int_staged_batches') }}
 
 with
 
