@@ -12,7 +12,7 @@ import pytest
 
 from python_udfs.cli import DEMO_TRUNCATE_EVERY
 from python_udfs.config import CDC_COLUMNS_HEADER, load_project
-from simulator.database import JP_TABLES, catalog_rows, simulate
+from simulator.database import JP_TABLES, catalog_rows, simulate, tables_for
 from simulator.feeds import write_feed
 from tests.spark_project import (
     HOSTILE_NAMES,
@@ -907,6 +907,47 @@ def prepare_little_endian(src: Path) -> Contribution:
         last.write_bytes(last.read_bytes()[:-30])
 
     return Contribution({"gg_le": ("goldengate_trail", {"byte_order": "little"})}, land_round1, sim)
+
+
+#: The Qlik change-table feed of the two-round project whose catalog declares one table with no
+#: key column (``prepare_keyless``).
+KEYLESS_FEED = "ct_keyless"
+
+
+def prepare_keyless(src: Path) -> Contribution:
+    """A Qlik change-table feed of the simulated tables for the two-round project, its last table
+    declared in the catalog with no key column (every primary_key_position 0); round 1 lands
+    every file. ``expected`` is the simulation."""
+    sim = simulate(seed=21, load_rows=4, transactions=16)
+    write_feed(sim, "qlik_change_tables", src / KEYLESS_FEED)
+
+    def land_round1(src: Path, landing: Path) -> None:
+        shutil.copytree(src / KEYLESS_FEED, landing / KEYLESS_FEED)
+
+    table = tables_for("qlik_change_tables")[-1]
+    return Contribution(
+        {KEYLESS_FEED: ("qlik_change_tables", {"mask_bit_order": "lsb_last_hex"})},
+        land_round1,
+        sim,
+        keyless={(KEYLESS_FEED, table.schema, table.name)},
+    )
+
+
+def test_changes_of_a_table_declared_without_key_are_logged_and_reported(two_rounds):
+    """A catalog table with no key column: its changes are in change_log with no primary key,
+    never in current state, and every run warns about them (changes_of_tables_without_primary_key,
+    one row per such table); the feed's other tables are applied."""
+    sim, lake = two_rounds.contributions["keyless"].expected, two_rounds.lake
+    ((_feed, schema, table),) = two_rounds.contributions["keyless"].keyless
+    for run in (two_rounds.round1, two_rounds.round2):
+        assert "WARN 1 changes_of_tables_without_primary_key" in run.stdout, run.stdout[-3000:]
+    log = [r for r in read_mart(lake, "change_log") if r["feed"] == KEYLESS_FEED]
+    keyless = [r for r in log if (r["source_schema"], r["source_table"]) == (schema, table)]
+    assert keyless and all(r["primary_key"] is None for r in keyless)
+    assert all(r["primary_key"] is not None for r in log if r not in keyless)
+    assert _state(lake)[KEYLESS_FEED] == {
+        k: v for k, v in sim.final_state.items() if v and k != (schema, table)
+    }
 
 
 def test_little_endian_trails_with_metadata_records_growing_between_runs(two_rounds):

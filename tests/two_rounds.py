@@ -3,8 +3,8 @@
 Each ``cdc run`` costs about a minute whatever its data (a JVM, dbt, some 70 nodes), so the
 tests that land files in two rounds share one project and two runs instead of two runs each:
 the apply scenarios (``test_apply_scenarios``), the HiRDB and Linkexpress rounds
-(``test_end_to_end_japanese``), the little-endian trails (``test_end_to_end``) and the
-restage of a table declared late (``test_restage``). Their feeds
+(``test_end_to_end_japanese``), the little-endian trails and a table declared without key
+columns (``test_end_to_end``) and the restage of a table declared late (``test_restage``). Their feeds
 have their own names and folders, so no feed sees another's files. Declaring the late table
 changes the seeds between the rounds, so round 2 builds the whole project (ADR 0009).
 
@@ -40,6 +40,8 @@ class Contribution:
     extra: dict[str, Any] = field(default_factory=dict)
     #: ``(feed, schema, table)`` left out of the seeds in round 1 and declared before round 2.
     undeclared: set[tuple[str, str, str]] = field(default_factory=set)
+    #: ``(feed, schema, table)`` declared with no key column (every primary_key_position 0).
+    keyless: set[tuple[str, str, str]] = field(default_factory=set)
     #: Run before round 2, after the undeclared tables are declared, as
     #: ``between_rounds(project, landing, lake)``; what it returns is ``extra["between_rounds"]``.
     between_rounds: Callable[[Path, Path, Path], Any] | None = None
@@ -72,6 +74,10 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
         lines += [f"    {feed}:", f"      format: {fmt}", f"      path: {feed}", "      options:"]
         lines += [f"        {k}: {v}" for k, v in options.items()]
     seeds = catalog_rows({feed: fmt for feed, (fmt, _options) in feeds.items()})
+    keyless = set().union(*(c.keyless for c in contributions.values()))
+    for row in seeds[0]:
+        if (row["feed"], row["source_schema"], row["source_table"]) in keyless:
+            row["primary_key_position"] = 0
     undeclared = set().union(*(c.undeclared for c in contributions.values()))
 
     def declared(rows):
