@@ -1,7 +1,9 @@
 {{ config(severity='warn') }}
 {#-
     Changes of tables missing from seeds/cdc_columns.csv have no primary key and do not reach
-    current state. Add the table (or run `cdc scaffold`) to apply them.
+    current state. Add the table (or run `cdc scaffold`), then `cdc run -- --full-refresh`:
+    change_log keeps the key each change was logged with, so a plain run applies only the
+    changes logged after the table is declared.
 
     A warning blocks nothing, so the test also hangs off int_staged_batches (depends_on), a
     model no other model reads, as conflicting_duplicate_changes does: dbt build then runs it
