@@ -8,8 +8,8 @@
     with, so only a full refresh keys the changes logged before. Tables missing from the
     catalog altogether are changes_of_tables_not_in_catalog's.
 
-    The keyless tables come from the catalog (a few rows), so a catalog where every table has
-    a key reads no change at all. A warning blocks nothing: like
+    The keyless tables come from the catalog (a few rows); when there are none, Spark still
+    scans change_log's table columns (0.8 s at 1 M changes). A warning blocks nothing: like
     changes_of_tables_not_in_catalog, the test also hangs off int_staged_batches (depends_on)
     and runs beside the apply models.
 -#}
