@@ -915,39 +915,64 @@ KEYLESS_FEED = "ct_keyless"
 
 
 def prepare_keyless(src: Path) -> Contribution:
-    """A Qlik change-table feed of the simulated tables for the two-round project, its last table
-    declared in the catalog with no key column (every primary_key_position 0); round 1 lands
-    every file. ``expected`` is the simulation."""
+    """A Qlik change-table feed of the simulated tables for the two-round project: its last table
+    declared in the catalog with no key column (every primary_key_position 0), the one before
+    left out of the catalog in round 1 (declared before round 2); round 1 lands every file.
+    ``expected`` is the simulation."""
     sim = simulate(seed=21, load_rows=4, transactions=16)
     write_feed(sim, "qlik_change_tables", src / KEYLESS_FEED)
 
     def land_round1(src: Path, landing: Path) -> None:
         shutil.copytree(src / KEYLESS_FEED, landing / KEYLESS_FEED)
 
-    table = tables_for("qlik_change_tables")[-1]
+    *_, missing, keyless = tables_for("qlik_change_tables")
     return Contribution(
         {KEYLESS_FEED: ("qlik_change_tables", {"mask_bit_order": "lsb_last_hex"})},
         land_round1,
         sim,
-        keyless={(KEYLESS_FEED, table.schema, table.name)},
+        undeclared={(KEYLESS_FEED, missing.schema, missing.name)},
+        keyless={(KEYLESS_FEED, keyless.schema, keyless.name)},
     )
+
+
+def _keyless_feed_log(two_rounds, table: tuple[str, str, str]) -> tuple[list[dict], list[dict]]:
+    """The keyless feed's change_log rows: those of ``table`` (feed, schema, name), the others."""
+    log = [r for r in read_mart(two_rounds.lake, "change_log") if r["feed"] == KEYLESS_FEED]
+    mine = [r for r in log if (r["feed"], r["source_schema"], r["source_table"]) == table]
+    return mine, [r for r in log if r not in mine]
 
 
 def test_changes_of_a_table_declared_without_key_are_logged_and_reported(two_rounds):
     """A catalog table with no key column: its changes are in change_log with no primary key,
     never in current state, and every run warns about them (changes_of_tables_without_primary_key,
-    one row per such table); the feed's other tables are applied."""
-    sim, lake = two_rounds.contributions["keyless"].expected, two_rounds.lake
-    ((_feed, schema, table),) = two_rounds.contributions["keyless"].keyless
+    one row per such table); the feed's tables declared with a key are applied."""
+    contribution = two_rounds.contributions["keyless"]
+    sim, lake = contribution.expected, two_rounds.lake
+    (keyless,) = contribution.keyless
+    (missing,) = contribution.undeclared
     for run in (two_rounds.round1, two_rounds.round2):
         assert "WARN 1 changes_of_tables_without_primary_key" in run.stdout, run.stdout[-3000:]
-    log = [r for r in read_mart(lake, "change_log") if r["feed"] == KEYLESS_FEED]
-    keyless = [r for r in log if (r["source_schema"], r["source_table"]) == (schema, table)]
-    assert keyless and all(r["primary_key"] is None for r in keyless)
-    assert all(r["primary_key"] is not None for r in log if r not in keyless)
+    log, others = _keyless_feed_log(two_rounds, keyless)
+    assert log and all(r["primary_key"] is None and r["is_in_catalog"] for r in log)
+    assert all(r["primary_key"] is not None for r in others if r["source_table"] != missing[2])
     assert _state(lake)[KEYLESS_FEED] == {
-        k: v for k, v in sim.final_state.items() if v and k != (schema, table)
+        k: v for k, v in sim.final_state.items() if v and k not in (keyless[1:], missing[1:])
     }
+
+
+def test_changes_of_a_table_missing_from_the_catalog_stay_unapplied_and_reported(two_rounds):
+    """A table left out of the catalog in round 1 and declared before round 2, all of its files
+    landed in round 1: its changes are in change_log as not in the catalog, with no primary
+    key, and declaring the table does not key them (change_log keeps what each change was
+    logged with; a full refresh does, as the warning says). Both runs warn, one row for the
+    table (changes_of_tables_not_in_catalog), and it has no row in current state."""
+    contribution = two_rounds.contributions["keyless"]
+    (missing,) = contribution.undeclared
+    for run in (two_rounds.round1, two_rounds.round2):
+        assert "WARN 1 changes_of_tables_not_in_catalog" in run.stdout, run.stdout[-3000:]
+    log, _others = _keyless_feed_log(two_rounds, missing)
+    assert log and all(not r["is_in_catalog"] and r["primary_key"] is None for r in log)
+    assert missing[1:] not in _state(two_rounds.lake)[KEYLESS_FEED]
 
 
 def test_little_endian_trails_with_metadata_records_growing_between_runs(two_rounds):
