@@ -44,7 +44,7 @@ from simulator.database import Simulation, catalog_rows, simulate, tables_for
 from simulator.feeds import write_feed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.spark_project import REPO, demo_feeds_yaml, make_project  # noqa: E402
+from tests.spark_project import REPO, cli_env, demo_feeds_yaml, make_project  # noqa: E402
 
 CORES = os.cpu_count() or 2
 FEEDS = {
@@ -391,12 +391,7 @@ def measure(args: argparse.Namespace, events: int, work: Path) -> dict[str, tupl
         # dbt refuses a second description even of a disabled model, so the copy drops them
         shutil.rmtree(work / "project" / "models" / "marts" / "tables" / "demo")
         write_typed_models(load_project(work / "project", check_paths=False))
-    env = {
-        **os.environ,
-        "CDC_LANDING_ROOT": str(landing),
-        "CDC_LAKE_ROOT": str(lake),
-        "COLUMNS": "200",
-    }
+    env = cli_env(landing, lake)
     cdc = [sys.executable, "-m", "python_udfs.cli", "--project-dir", str(project)]
     print(f"=== history of {events:,} events, new batch of {args.batch:,} ({work})")
     if args.reuse_staged:
@@ -439,7 +434,7 @@ def measure(args: argparse.Namespace, events: int, work: Path) -> dict[str, tupl
     script.write_text(BASELINE, encoding="utf-8")
     wall, peak, out = run_step(
         [sys.executable, str(script), str(lake), str(project)],
-        {**env, "PYTHONPATH": str(REPO)},
+        env,
         REPO,
     )
     baseline_seconds, baseline_rows = (float(x) for x in out.split("BASELINE ")[1].split()[:2])

@@ -25,7 +25,6 @@ import argparse
 import cProfile
 import dataclasses
 import io
-import os
 import pstats
 import shutil
 import sys
@@ -39,7 +38,7 @@ from python_udfs.staging import Stager, decode_candidate, list_landing_files
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.apply_scale import CORES, FEEDS, land, manifest_rows, run_step, write_feeds  # noqa: E402
-from tests.spark_project import make_project  # noqa: E402
+from tests.spark_project import cli_env, make_project  # noqa: E402
 
 
 def decoder_alone(
@@ -119,7 +118,7 @@ def main() -> None:
     # a little over --records per feed: the simulator's load rows and 1–4 changes a
     # transaction do not land on the figure exactly; the batch is written and not used
     write_feeds(int(args.records * 1.05) * len(FEEDS), 1000, args.keys, work, project, landing)
-    env = {**os.environ, "CDC_LANDING_ROOT": str(landing), "CDC_LAKE_ROOT": str(lake)}
+    env = cli_env(landing, lake)
     cdc = [sys.executable, "-m", "python_udfs.cli", "--project-dir", str(project)]
     wanted = args.formats.split(",")
     config = load_project(project, {"cdc_landing_root": str(landing)}, check_paths=False)

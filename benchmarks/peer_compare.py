@@ -42,7 +42,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.apply_scale import run_step  # noqa: E402
-from tests.spark_project import REPO, make_project, read_mart  # noqa: E402
+from tests.spark_project import REPO, cli_env, make_project, read_mart  # noqa: E402
 
 PEER = REPO.parent / "shared" / "peer"
 FEED, SCHEMA, TABLE = "peer", "PEER", "CUSTOMERS"
@@ -198,12 +198,7 @@ def run_ours(data: Path, work: Path) -> list[dict]:
         write_change_table(path, folder / f"20240101-000000{i:03d}.parquet")
     (increment,) = data.glob("part-inc-*.parquet")
     write_change_table(increment, work / "src_inc" / "20240102-000000000.parquet")
-    env = {
-        **os.environ,
-        "CDC_LANDING_ROOT": str(landing),
-        "CDC_LAKE_ROOT": str(lake),
-        "COLUMNS": "200",
-    }
+    env = cli_env(landing, lake)
     cdc = [sys.executable, "-m", "python_udfs.cli", "--project-dir", str(project)]
     results = []
 

@@ -75,16 +75,26 @@ def write_seeds(project: Path, columns: list[dict], tables: list[dict]) -> None:
             writer.writerows(rows)
 
 
-def cdc(
-    project: Path, *args: str, landing: Path, lake: Path, check: bool = True
-) -> subprocess.CompletedProcess:
-    """Run the ``cdc`` CLI in a subprocess (its own JVM) and return the completed process."""
-    env = {
+def cli_env(landing: Path, lake: Path) -> dict[str, str]:
+    """The environment of a ``cdc`` CLI subprocess on ``landing`` and ``lake``: this checkout
+    first on ``PYTHONPATH``, so the subprocess runs this checkout's ``python_udfs`` even when the
+    virtualenv's editable install points at another checkout (a venv shared between two clones),
+    and 200 columns for the summary table."""
+    path = os.environ.get("PYTHONPATH", "")
+    return {
         **os.environ,
+        "PYTHONPATH": str(REPO) + (os.pathsep + path if path else ""),
         "CDC_LANDING_ROOT": str(landing),
         "CDC_LAKE_ROOT": str(lake),
         "COLUMNS": "200",
     }
+
+
+def cdc(
+    project: Path, *args: str, landing: Path, lake: Path, check: bool = True
+) -> subprocess.CompletedProcess:
+    """Run the ``cdc`` CLI in a subprocess (its own JVM) and return the completed process."""
+    env = cli_env(landing, lake)
     proc = subprocess.run(
         [sys.executable, "-m", "python_udfs.cli", "--project-dir", str(project), *args],
         env=env,

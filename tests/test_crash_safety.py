@@ -30,7 +30,7 @@ import pytest
 
 from simulator.database import JP_TABLES, catalog_rows, simulate
 from simulator.feeds import write_feed
-from tests.spark_project import cdc, make_project, query, read_mart
+from tests.spark_project import cdc, cli_env, make_project, query, read_mart
 from tests.test_end_to_end import landing_rounds
 
 pytestmark = pytest.mark.spark
@@ -85,13 +85,7 @@ def _killed_run(project: Path, landing: Path, lake: Path, marker: str) -> None:
     in the driver process otherwise), so the kills land while tasks write the raw tables; the
     uninterrupted runs it is compared with decode in the driver process.
     """
-    env = {
-        **os.environ,
-        "CDC_LANDING_ROOT": str(landing),
-        "CDC_LAKE_ROOT": str(lake),
-        "PYTHONUNBUFFERED": "1",
-        "CDC_STAGE_IN_PROCESS_BYTES": "0",
-    }
+    env = {**cli_env(landing, lake), "PYTHONUNBUFFERED": "1", "CDC_STAGE_IN_PROCESS_BYTES": "0"}
     proc = subprocess.Popen(
         # --verbose: the kill points are lines of dbt's own output
         [
@@ -125,7 +119,7 @@ def _killed_run(project: Path, landing: Path, lake: Path, marker: str) -> None:
 def _two_runs_at_once(project: Path, landing: Path, lake: Path) -> None:
     """Start two `cdc run` on the lake at once (issue 14): one applies, the other exits 2 at
     once with one line naming the lake and the process that holds it."""
-    env = {**os.environ, "CDC_LANDING_ROOT": str(landing), "CDC_LAKE_ROOT": str(lake)}
+    env = cli_env(landing, lake)
     command = [sys.executable, "-m", "python_udfs.cli", "--project-dir", str(project), "run"]
     procs = [
         subprocess.Popen(

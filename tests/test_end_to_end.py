@@ -19,6 +19,7 @@ from tests.spark_project import (
     HOSTILE_SCHEMA,
     REPO,
     cdc,
+    cli_env,
     hostile_kafka_dump,
     make_project,
     query,
@@ -734,13 +735,12 @@ def test_dbt_docs_generate_documents_every_model_source_and_column(oracle_run):
     cites no file outside the repository, and tags each node with its layer (and its feed
     format, for raw tables and staging models) so the lineage graph can be filtered."""
     import json
-    import os
     import subprocess
     import sys
     from pathlib import Path
 
     _sim, project, landing, lake, *_ = oracle_run
-    env = {**os.environ, "CDC_LAKE_ROOT": str(lake), "CDC_LANDING_ROOT": str(landing)}
+    env = cli_env(landing, lake)
     dbt = Path(sys.executable).parent / "dbt"
     proc = subprocess.run(
         [

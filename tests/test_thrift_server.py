@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.spark_project import cdc
+from tests.spark_project import cdc, cli_env
 from tests.test_crash_safety import _marts
 
 pytestmark = [
@@ -56,12 +56,7 @@ def build_through_thrift(root: Path) -> tuple[Path, dict, dict, str]:
     shutil.copytree(src, landing, dirs_exist_ok=True)
     cdc(project, "stage", landing=landing, lake=lake)
     port = _free_port()
-    env = {
-        **os.environ,
-        "CDC_LANDING_ROOT": str(landing),
-        "CDC_LAKE_ROOT": str(lake),
-        "CDC_THRIFT_PORT": str(port),
-    }
+    env = {**cli_env(landing, lake), "CDC_THRIFT_PORT": str(port)}
     log = root / "thrift.log"
     with log.open("w") as out:
         server = subprocess.Popen(
