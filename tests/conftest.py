@@ -97,10 +97,10 @@ def clean_run(tmp_path_factory):
 @pytest.fixture(scope="session")
 def two_rounds(tmp_path_factory):
     """The two-round project of ``tests/two_rounds.py``: the apply scenarios, the HiRDB and
-    Linkexpress rounds, the little-endian trails, a table declared without key columns and the
-    restage of a table declared late,
+    Linkexpress rounds, the little-endian trails, a Qlik feed with a table declared without key
+    columns and one missing from the catalog in round 1, and the restage of a table declared late,
     landed in two rounds, one ``cdc run`` each (see :func:`tests.two_rounds.run` for what it
-    returns). Declaring the late table changes the seeds, so round 2 is a whole build; the
+    returns). Declaring the late tables changes the seeds, so round 2 is a whole build; the
     oracle's second round is the data-only one (``test_end_to_end``)."""
     from tests import (
         test_apply_scenarios,
