@@ -3,10 +3,11 @@
 Each ``cdc run`` costs about a minute whatever its data (a JVM, dbt, some 70 nodes), so the
 tests that land files in two rounds share one project and two runs instead of two runs each:
 the apply scenarios (``test_apply_scenarios``), the HiRDB and Linkexpress rounds
-(``test_end_to_end_japanese``), the little-endian trails and a table declared without key
-columns (``test_end_to_end``) and the restage of a table declared late (``test_restage``).
-Their feeds have their own names and folders, so no feed sees another's files. Declaring the
-late table changes the seeds between the rounds, so round 2 builds the whole project (ADR 0009).
+(``test_end_to_end_japanese``), the little-endian trails and a Qlik feed with a table
+declared without key columns and one missing from the catalog in round 1 (``test_end_to_end``)
+and the restage of a table declared late (``test_restage``). Their feeds have their own names
+and folders, so no feed sees another's files. Declaring the late tables changes the seeds
+between the rounds, so round 2 builds the whole project (ADR 0009).
 
 A contribution writes its feeds' complete files under ``src/<feed>`` and says what lands in
 round 1; round 2 lands the rest: every file of ``src`` missing from the landing folder or with
