@@ -16,7 +16,8 @@
         model compiles. A lake whose int_key_state has no such property yet (built before it
         existed) gives max(state_generation) of its rows. An empty string (every change is new)
         with --full-refresh, and when int_key_state or the version store int_history_versions
-        does not exist yet.
+        does not exist yet. Raises a compiler error naming the fix (`cdc run -- --full-refresh`)
+        when int_key_state has no version_count column (written by a release without it).
     -#}
     {%- if not execute or flags.FULL_REFRESH -%}
         {{ return('') }}
@@ -25,6 +26,13 @@
     {%- set versions = adapter.get_relation(database=this.database, schema=this.schema, identifier='int_history_versions') -%}
     {%- if state is none or versions is none -%}
         {{ return('') }}
+    {%- endif -%}
+    {%- if not cdc_relation_has_column(state, 'version_count') -%}
+        {{ exceptions.raise_compiler_error(
+            state ~ ' was written by an earlier release of cdc_changelog: it has no version_count '
+            ~ 'column, which this release keeps per key. Rebuild the state models once with '
+            ~ '`cdc run -- --full-refresh` (every model again from the raw tables).'
+        ) }}
     {%- endif -%}
     {%- set recorded = [] -%}
     {%- for key, value in run_query('show tblproperties ' ~ state).rows if key == 'cdc.state_generation' -%}
@@ -35,6 +43,20 @@
     {%- endif -%}
     {%- set rows = run_query('select coalesce(max(state_generation), \'\') as generation from ' ~ state).rows -%}
     {{ return(rows[0][0] if rows else '') }}
+{% endmacro %}
+
+
+{% macro cdc_relation_has_column(relation, column_name) %}
+    {#-
+        Whether `relation` (an existing table) has the top-level column `column_name`: read from
+        the schema tree dbt's relation cache holds for it (`show table extended`, listed when
+        dbt starts: no query), else asked with `describe` (adapter.get_columns_in_relation).
+    -#}
+    {%- set information = relation.information or '' -%}
+    {%- if information -%}
+        {{ return(('\n |-- ' ~ column_name ~ ':') in information) }}
+    {%- endif -%}
+    {{ return(column_name in adapter.get_columns_in_relation(relation) | map(attribute='name') | list) }}
 {% endmacro %}
 
 

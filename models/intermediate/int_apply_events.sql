@@ -243,10 +243,12 @@ final as (
             cast(null as struct<change_position: string, source_file: string, record_index: bigint>)
                 as previous_last_event_order,
             cast(null as string) as previous_rebuilt_generation,
+            cast(null as bigint) as previous_version_count,
         {%- else %}
             classified.is_rebuilt,
             classified.previous_last_event_order,
             classified.previous_rebuilt_generation,
+            classified.previous_version_count,
         {%- endif %}
         live.source_key is not null or (live.kind = 'REMOVE' and live.operation = 'UPDATE') as is_key_change
     from live

@@ -42,6 +42,7 @@ previous_state as (
             cast(null as {{ cdc_version_type() }}) as current_version,
             cast(null as struct<change_position: string, source_file: string, record_index: bigint>) as last_event_order,
             cast(null as string) as rebuilt_generation,
+            cast(null as bigint) as version_count,
             cast(null as string) as state_generation,
             cast(null as string) as feed
         where false
@@ -91,6 +92,7 @@ previous_touched as (
         previous_state.current_version,
         previous_state.last_event_order,
         previous_state.rebuilt_generation,
+        previous_state.version_count,
         key_first_new_events.first_event_order,
         table_first_new_resets.first_new_reset_order
     from previous_state
@@ -119,6 +121,7 @@ first_classified as (
         previous_touched.current_version,
         previous_touched.last_event_order as previous_last_event_order,
         previous_touched.rebuilt_generation as previous_rebuilt_generation,
+        previous_touched.version_count as previous_version_count,
         previous_touched.primary_key is not null and (
             coalesce(previous_touched.first_event_order <= previous_touched.last_event_order, false)
             or coalesce(previous_touched.first_new_reset_order <= previous_touched.last_event_order, false)
@@ -231,7 +234,8 @@ key_change_edges as (
             primary_key,
             current_version,
             last_event_order,
-            rebuilt_generation
+            rebuilt_generation,
+            version_count
         from previous_touched
         union all
         select /*+ broadcast(reached_keys) */
@@ -241,7 +245,8 @@ key_change_edges as (
             previous_state.primary_key,
             previous_state.current_version,
             previous_state.last_event_order,
-            previous_state.rebuilt_generation
+            previous_state.rebuilt_generation,
+            previous_state.version_count
         from previous_state
         left semi join reached_keys
             on
@@ -257,6 +262,7 @@ key_change_edges as (
             classified_previous_state.current_version,
             classified_previous_state.last_event_order as previous_last_event_order,
             classified_previous_state.rebuilt_generation as previous_rebuilt_generation,
+            classified_previous_state.version_count as previous_version_count,
             rebuilt_keys_3.primary_key is not null as is_rebuilt
         from classified_keys
         left join rebuilt_keys_3
@@ -285,6 +291,7 @@ classified as (
         current_version,
         previous_last_event_order,
         previous_rebuilt_generation,
+        previous_version_count,
         is_rebuilt
     from first_classified
 )

@@ -351,7 +351,8 @@ versions as (
         last_new_event_order,
         is_rebuilt,
         previous_last_event_order,
-        previous_rebuilt_generation
+        previous_rebuilt_generation,
+        previous_version_count
     from opened
     where opens_version
 ),
@@ -361,7 +362,9 @@ closed as (
         *,
         lead(version) over (
             partition by feed, source_schema, source_table, primary_key order by seq
-        ) as next_version
+        ) as next_version,
+        -- the versions this run wrote for the key
+        count(*) over (partition by feed, source_schema, source_table, primary_key) as written_version_count
     from versions
 ),
 
@@ -382,6 +385,13 @@ final as (
         closed.next_version.opened_at as valid_to,
         closed.next_version.operation as closed_by_operation,
         closed.next_version is null as is_current,
+        -- the key's versions in the history mart: a key continued on the fast path wrote its
+        -- current version again (the same version_id, once in the mart) and its new versions;
+        -- a rebuilt or new key wrote all of its versions
+        case
+            when closed.is_rebuilt or closed.previous_version_count is null then closed.written_version_count
+            else closed.previous_version_count + closed.written_version_count - 1
+        end as version_count,
         closed.is_rebuilt,
         case
             when closed.is_rebuilt or closed.previous_rebuilt_generation is null then '{{ generation }}'

@@ -1,10 +1,11 @@
 {#-
     One row per key ever seen (deleted keys included): its current version, the order of the
-    last event applied to it and the generation whose change_log rows it includes
-    (state_generation). Each run rewrites it from the previous state (keys not touched) and
-    this run's current versions in int_history_versions, then records its generation as the
-    table property cdc.state_generation (post-hook): the watermark of the next run, read from
-    the metastore instead of the rows, and moved only once the state is all written.
+    last event applied to it, how many versions the history mart holds for it (version_count)
+    and the generation whose change_log rows it includes (state_generation). Each run rewrites
+    it from the previous state (keys not touched) and this run's current versions in
+    int_history_versions, then records its generation as the table property
+    cdc.state_generation (post-hook): the watermark of the next run, read from the metastore
+    instead of the rows, and moved only once the state is all written.
 -#}
 
 {{ config(
@@ -31,6 +32,7 @@ touched_state as (
         version as current_version,
         last_event_order,
         rebuilt_generation,
+        version_count,
         feed
     from computed_versions
 ),
@@ -44,6 +46,7 @@ untouched_state as (
         previous_state.current_version,
         previous_state.last_event_order,
         previous_state.rebuilt_generation,
+        previous_state.version_count,
         previous_state.feed
     from {{ this }} as previous_state
     left anti join touched_state
@@ -73,6 +76,7 @@ final as (
         current_version,
         last_event_order,
         rebuilt_generation,
+        version_count,
         '{{ generation }}' as state_generation,
         feed
     from key_state
