@@ -441,6 +441,16 @@ ITEM_MASTER_COLUMNS = [
 REJECT_LISTINGS: dict[str, str] = {}
 
 
+def land_goldengate_samples(samples: Path, landing: Path) -> None:
+    """Land the real GoldenGate trails as the feeds of :data:`GOLDENGATE_FEEDS`: the classic
+    trail ``tc000000`` with its definitions file (feed gg_tc) and the 12.2 trail (feed gg_tr)."""
+    (landing / "gg_tc" / "dirdef").mkdir(parents=True)
+    (landing / "gg_tr").mkdir(parents=True)
+    shutil.copy(samples / "goldengate" / "tc000000", landing / "gg_tc" / "tc000000")
+    shutil.copy(samples / "goldengate" / "tc.def", landing / "gg_tc" / "dirdef" / "tc.def")
+    shutil.copy(samples / "goldengate" / "tr000000000", landing / "gg_tr" / "tr000000000")
+
+
 @pytest.fixture(scope="module")
 def real_samples_run(tmp_path_factory, samples):
     """The real Qlik samples (with bad input and tables with hostile names beside them) and the
@@ -448,11 +458,7 @@ def real_samples_run(tmp_path_factory, samples):
     engineer's key for EDW.SAMPLE, then ``cdc run``. Returns ``(project, lake, run process)``."""
     tmp_path = tmp_path_factory.mktemp("real_samples")
     landing, lake = tmp_path / "landing", tmp_path / "lake"
-    (landing / "gg_tc" / "dirdef").mkdir(parents=True)
-    (landing / "gg_tr").mkdir(parents=True)
-    shutil.copy(samples / "goldengate" / "tc000000", landing / "gg_tc" / "tc000000")
-    shutil.copy(samples / "goldengate" / "tc.def", landing / "gg_tc" / "dirdef" / "tc.def")
-    shutil.copy(samples / "goldengate" / "tr000000000", landing / "gg_tr" / "tr000000000")
+    land_goldengate_samples(samples, landing)
     shutil.copytree(samples / "qlik_ct", landing / "qlik_ct")
     shutil.copytree(samples / "qlik_kafka", landing / "qlik_kafka")
     # the demo switched off, as a user's project does: only the samples' tables are built
@@ -1009,11 +1015,7 @@ def test_a_state_without_version_counts_fails_fast_and_a_full_refresh_rebuilds_i
     with a message that names the fix, and `cdc run -- --full-refresh` rebuilds the state with
     the same counts. The real GoldenGate trails, alone."""
     landing, lake = tmp_path / "landing", tmp_path / "lake"
-    (landing / "gg_tc" / "dirdef").mkdir(parents=True)
-    (landing / "gg_tr").mkdir(parents=True)
-    shutil.copy(samples / "goldengate" / "tc000000", landing / "gg_tc" / "tc000000")
-    shutil.copy(samples / "goldengate" / "tc.def", landing / "gg_tc" / "dirdef" / "tc.def")
-    shutil.copy(samples / "goldengate" / "tr000000000", landing / "gg_tr" / "tr000000000")
+    land_goldengate_samples(samples, landing)
     project = make_project(tmp_path, "  cdc_feeds:\n" + GOLDENGATE_FEEDS)
     cdc(project, "stage", landing=landing, lake=lake)
     cdc(project, "scaffold", landing=landing, lake=lake)
