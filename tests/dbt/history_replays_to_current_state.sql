@@ -33,25 +33,36 @@ current_rows as (
 ),
 
 differences as (
-    (select
-        'only in history' as side,
-        *
+    -- a full outer join on the key reads each side once (two EXCEPTs read each twice, the
+    -- history view's join and window included); a key and its row either side is one
+    -- version, since each side holds a key once (history_versions_chain_per_key, unique
+    -- current_state_id), so a difference is the same one EXCEPT would find
+    select
+        current_versions.feed as history_feed,
+        current_versions.source_schema as history_source_schema,
+        current_versions.source_table as history_source_table,
+        current_versions.primary_key as history_primary_key,
+        current_versions.row_text as history_row_text,
+        current_rows.feed as current_state_feed,
+        current_rows.source_schema as current_state_source_schema,
+        current_rows.source_table as current_state_source_table,
+        current_rows.primary_key as current_state_primary_key,
+        current_rows.row_text as current_state_row_text
     from current_versions
-    except
-    select
-        'only in history' as side,
-        *
-    from current_rows)
-    union all
-    (select
-        'only in current_state' as side,
-        *
-    from current_rows
-    except
-    select
-        'only in current_state' as side,
-        *
-    from current_versions)
+    full outer join current_rows
+        on
+            current_versions.feed <=> current_rows.feed
+            and current_versions.source_schema <=> current_rows.source_schema
+            and current_versions.source_table <=> current_rows.source_table
+            and current_versions.primary_key <=> current_rows.primary_key
+    where current_versions.row_text is distinct from current_rows.row_text
 )
 
-select * from differences
+select
+    case
+        when current_state_row_text is null then 'only in history'
+        when history_row_text is null then 'only in current_state'
+        else 'different rows'
+    end as side,
+    *
+from differences
