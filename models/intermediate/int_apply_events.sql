@@ -18,6 +18,9 @@
 ) }}
 
 {%- set watermark = cdc_state_watermark() %}
+{#- an event that sets columns: an INSERT, LOAD or new key (SET), an UPDATE (OVERLAY), or a
+    live current version (BASE) -#}
+{%- set sets_columns = "(kind in ('SET', 'OVERLAY') or (kind = 'BASE' and image is not null))" %}
 {#- whether int_apply_keys (built before this model) rebuilds any key: when none is, the
     rebuild branch is left out and all of change_log is not read (true at parse time; none is
     on a first build, without asking) -#}
@@ -194,25 +197,33 @@ sequenced as (
 ),
 
 segmented as (
-    -- a segment starts at the current version, a SET or a REMOVE; an UPDATE continues it
+    -- a segment starts at the current version, a SET or a REMOVE; an UPDATE continues it.
+    -- Every window here has the order of seq's (not seq itself, which Spark would sort the
+    -- events by again): one sort of the events serves them all
     select
         *,
-        sum(case when kind = 'OVERLAY' then 0 else 1 end) over (
-            partition by feed, source_schema, source_table, primary_key
-            order by seq rows between unbounded preceding and current row
-        ) as segment,
-        kind in ('SET', 'OVERLAY') or (kind = 'BASE' and image is not null) as sets_columns
+        sum(case when kind = 'OVERLAY' then 0 else 1 end) over key_events as segment,
+        -- the event that started the segment (null in a key's leading UPDATEs, segment 0) and
+        -- the last event up to this one that set columns
+        max(case when kind != 'OVERLAY' then seq end) over key_events as segment_start_seq,
+        max(case when {{ sets_columns }} then seq end) over key_events as last_setting_seq,
+        {{ sets_columns }} as sets_columns
     from sequenced
+    window key_events as (
+        partition by feed, source_schema, source_table, primary_key
+        order by event_class, event_order, event_rank, kind
+        rows between unbounded preceding and current row
+    )
 ),
 
 live as (
-    -- the key has a row after the event: its segment started live, or an UPDATE followed
+    -- the key has a row after the event: an event of its segment up to it set columns (its
+    -- segment started live, or an UPDATE followed): a window over the key, not over the key
+    -- and segment, which would sort the events once more
     select
         *,
-        max(sets_columns) over (
-            partition by feed, source_schema, source_table, primary_key, segment
-            order by seq rows between unbounded preceding and current row
-        ) as is_live
+        last_setting_seq is not null
+        and (segment_start_seq is null or last_setting_seq >= segment_start_seq) as is_live
     from segmented
 ),
 
