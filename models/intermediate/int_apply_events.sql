@@ -18,9 +18,6 @@
 ) }}
 
 {%- set watermark = cdc_state_watermark() %}
-{#- an event that sets columns: an INSERT, LOAD or new key (SET), an UPDATE (OVERLAY), or a
-    live current version (BASE) -#}
-{%- set sets_columns = "(kind in ('SET', 'OVERLAY') or (kind = 'BASE' and image is not null))" %}
 {#- whether int_apply_keys (built before this model) rebuilds any key: when none is, the
     rebuild branch is left out and all of change_log is not read (true at parse time; none is
     on a first build, without asking) -#}
@@ -192,7 +189,10 @@ sequenced as (
         row_number() over (
             partition by feed, source_schema, source_table, primary_key
             order by event_class, event_order, event_rank, kind
-        ) as seq
+        ) as seq,
+        -- the event sets columns: an INSERT, LOAD or new key (SET), an UPDATE (OVERLAY), or a
+        -- live current version (BASE)
+        kind in ('SET', 'OVERLAY') or (kind = 'BASE' and image is not null) as sets_columns
     from events
 ),
 
@@ -206,8 +206,7 @@ segmented as (
         -- the event that started the segment (null in a key's leading UPDATEs, segment 0) and
         -- the last event up to this one that set columns
         max(case when kind != 'OVERLAY' then seq end) over key_events as segment_start_seq,
-        max(case when {{ sets_columns }} then seq end) over key_events as last_setting_seq,
-        {{ sets_columns }} as sets_columns
+        max(case when sets_columns then seq end) over key_events as last_setting_seq
     from sequenced
     window key_events as (
         partition by feed, source_schema, source_table, primary_key
