@@ -1,7 +1,10 @@
 """The ``cdc`` command: stage landing files, run dbt in the same Spark session, demo, scaffold.
 
 ``cdc stage``     decode new landing files into the raw tables (one ingest batch).
-``cdc run``       ``stage``, then ``dbt build`` in this process and SparkSession.
+``cdc run``       ``stage``, then ``dbt build`` in this process and SparkSession; with
+                  ``--every SECONDS`` it stays running and runs again after each wait, in the
+                  same SparkSession: a JVM already warm, about half the time of a fresh
+                  process for a small batch (README, "Keeping the engine warm").
 ``cdc demo``      simulate a source database, write files of all five feed formats into the
                   project's landing root, run on its lake, and print a summary.
 ``cdc restage``   decode the open rejects again (after declaring a table) in a new batch.
@@ -13,7 +16,8 @@
                   or JSON lines with ``--json``): views such as ``cdc.history`` included.
 
 Exit status: 0 on success (rejected records included: they are counted, not fatal), 1 when
-``dbt build`` fails, 2 for a configuration error (one message naming the file and the fix).
+``dbt build`` fails (with ``--every``: the last run's), 2 for a configuration error (one
+message naming the file and the fix), 130 when stopped with Ctrl-C.
 """
 
 from __future__ import annotations
@@ -309,6 +313,33 @@ def run(
     if ok and not dbt_args:
         build_state.record_build(config.lake_root, fingerprint, project, summary.ingest_batch_id)
     return summary, ok, True
+
+
+def run_and_report(config: ProjectConfig, extra_vars: dict[str, Any], args, log=print) -> bool:
+    """One ``cdc run`` with the parsed command-line ``args``: :func:`run`, then what it built.
+
+    Prints the lake's summary after a build (:func:`print_summary`), or the staging time when
+    the build was skipped. Returns True when staging and the build succeeded.
+    """
+    started = time.monotonic()
+    dbt_args = [a for a in (args.dbt_args or []) if a != "--"]
+    summary, ok, built = run(
+        config,
+        extra_vars,
+        dbt_args,
+        log,
+        force=args.force,
+        unit_tests=args.unit_tests,
+        self_checks=args.self_checks,
+        verbose=args.verbose,
+    )
+    if dbt_args:
+        log("dbt build ran with your arguments: marts it did not select are as before")
+    if ok and built:
+        print_summary(config, summary, time.monotonic() - started)
+    elif ok:  # the marts are as the last build left them: no need to count them again
+        log(f"staged in {summary.seconds:.1f} s, elapsed {time.monotonic() - started:.1f} s")
+    return ok
 
 
 def print_summary(config: ProjectConfig, summary, elapsed: float) -> None:
@@ -948,9 +979,26 @@ def main(argv: list[str] | None = None) -> int:
                 help="also run the self-checks (tag cdc_self_check) when only data is new",
             )
             p.add_argument(
+                "--every",
+                type=float,
+                metavar="SECONDS",
+                help="stay running: after each run wait SECONDS, then run again, in the same "
+                "Spark session (Ctrl-C stops it between runs)",
+            )
+            p.add_argument(
+                "--runs",
+                type=int,
+                metavar="N",
+                help="with --every: stop after N runs (default: until stopped)",
+            )
+            p.add_argument(
                 "dbt_args", nargs=argparse.REMAINDER, help="extra dbt build arguments after --"
             )
     args = parser.parse_args(argv)
+    if args.command == "run" and args.every is not None and args.every < 0:
+        parser.error("--every: give the seconds to wait between runs, 0 or more")
+    if args.command == "run" and args.runs is not None and (args.every is None or args.runs < 1):
+        parser.error("--runs N needs --every SECONDS and N of 1 or more")
     project_dir = args.project_dir.resolve()
     console = _console()
 
@@ -995,31 +1043,24 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 0
         if args.command == "run":
-            started = time.monotonic()
-            dbt_args = [a for a in (args.dbt_args or []) if a != "--"]
-            summary, ok, built = run(
-                config,
-                extra,
-                dbt_args,
-                log,
-                force=args.force,
-                unit_tests=args.unit_tests,
-                self_checks=args.self_checks,
-                verbose=args.verbose,
-            )
-            if dbt_args:
-                log("dbt build ran with your arguments: marts it did not select are as before")
-            if ok and built:
-                print_summary(config, summary, time.monotonic() - started)
-            elif ok:  # the marts are as the last build left them: no need to count them again
-                log(
-                    f"staged in {summary.seconds:.1f} s, elapsed {time.monotonic() - started:.1f} s"
-                )
-            return 0 if ok else 1
+            runs = 0
+            while True:
+                ok = run_and_report(config, extra, args, log)
+                runs += 1
+                if args.every is None or (args.runs is not None and runs >= args.runs):
+                    return 0 if ok else 1
+                log(f"run {runs} {'done' if ok else 'failed'}; next run in {args.every:g} s")
+                time.sleep(args.every)
+                # the catalog seeds and vars may have changed: read them again, as a new
+                # process would (a mistake there stops the loop with its message)
+                config = load_project(project_dir, extra, check_paths=True)
         return scaffold(config, log)
     except ConfigError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: during a run, the next run takes up what it left
+        log("stopped (Ctrl-C)")
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

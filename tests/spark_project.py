@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -108,6 +109,37 @@ def cdc(
             f"cdc {' '.join(args)} exited {proc.returncode}\n{proc.stdout[-6000:]}\n{proc.stderr[-4000:]}"
         )
     return proc
+
+
+def cdc_every(
+    project: Path, *args: str, landing: Path, lake: Path, on_wait
+) -> subprocess.CompletedProcess:
+    """Run ``cdc run --every ...`` (``args`` after ``run``) in a subprocess and return it done.
+
+    Calls ``on_wait(n)`` when the process says it waits after its run ``n`` (the line ``run n
+    done; next run in ...``), before it sleeps: the test lands files for the next run there.
+    The process is killed after 900 s, as :func:`cdc` would time out.
+    """
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "python_udfs.cli", "--project-dir", str(project), "run", *args],
+        env=cli_env(landing, lake),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=project,
+    )
+    watchdog = threading.Timer(900, proc.kill)
+    watchdog.start()
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if " done; next run in " in line or " failed; next run in " in line:
+                on_wait(int(line.split()[1]))
+        proc.wait()
+    finally:
+        watchdog.cancel()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, "".join(lines), "")
 
 
 def query(project: Path, sql: str, *, landing: Path, lake: Path) -> list[dict]:

@@ -19,6 +19,7 @@ from tests.spark_project import (
     HOSTILE_SCHEMA,
     REPO,
     cdc,
+    cdc_every,
     cli_env,
     hostile_kafka_dump,
     make_project,
@@ -357,26 +358,49 @@ def test_change_log_is_unique_ordered_and_has_paired_update_images(oracle_run):
     assert len(typed["types"]) == 1 and typed["types"][0].startswith("decimal(")
 
 
-def test_an_appended_file_adds_exactly_its_changes_and_a_run_with_nothing_new_is_skipped(
+def test_appended_files_add_exactly_their_changes_and_a_run_with_nothing_new_is_skipped(
     oracle_run,
 ):
-    """After the full refresh, an appended file adds its one change and nothing else; a run
-    with nothing new since that build skips dbt and leaves the marts as they are. (An
-    incremental run that re-reads applied changes and changes nothing is the crash test's.)"""
+    """After the full refresh, `cdc run --every` in one process: its first run applies an
+    appended file, its second a file landed while it waited (a build in the same Spark
+    session), each adding its one change and nothing else; its third, with nothing new, skips
+    dbt and leaves the marts as they are. (An incremental run that re-reads applied changes
+    and changes nothing is the crash test's.)"""
     sim, project, landing, lake, *_ = oracle_run
     before_log, before_state = read_mart(lake, "change_log"), _state(lake)
-    new_file = landing / "qlik_ct_demo" / "SALES.ORDER_LINES__ct" / "20990101-000000000.csv"
+    folder = landing / "qlik_ct_demo" / "SALES.ORDER_LINES__ct"
     header = "header__change_seq,header__change_oper,header__change_mask,header__stream_position,header__operation,header__transaction_id,header__timestamp,"
     header += "ORDER_ID,LINE_NO,PRODUCT,QUANTITY,UNIT_PRICE,NOTE,SHIPPED_DATE\n"
     line = '"20990101000000000000000000000999999","I","3F80","x","INSERT","FF",2099-01-01 00:00:00.0000000,4242,1,"extra",2,9.500,,2099-01-02\n'
-    new_file.write_text(header + line, encoding="utf-8")
-    appended = cdc(project, "run", landing=landing, lake=lake)
+    (folder / "20990101-000000000.csv").write_text(header + line, encoding="utf-8")
+    second = '"20990102000000000000000000000999999","I","3F80","x","INSERT","FE",2099-01-02 00:00:00.0000000,4242,2,"more",1,1.250,,\n'
+    waits = {}
+
+    def on_wait(run: int) -> None:
+        if run == 1:  # while the process waits: its next run finds this file
+            (folder / "20990102-000000000.csv").write_text(header + second, encoding="utf-8")
+        waits[run] = (read_mart(lake, "change_log"), _state(lake))
+
+    appended = cdc_every(
+        project, "--every", "1", "--runs", "3", landing=landing, lake=lake, on_wait=on_wait
+    )
+    assert appended.returncode == 0, appended.stdout[-6000:]
     # a run on a lake that has its databases: no metastore error logged for what Spark handles
     # (AlreadyExistsException of `create database if not exists`, python_udfs/log4j2.properties)
-    assert " ERROR " not in appended.stderr, appended.stderr[-3000:]
-    after_log = read_mart(lake, "change_log")
-    added = {r["change_id"] for r in after_log} - {r["change_id"] for r in before_log}
-    assert added == {"qlik_ct_demo:20990101000000000000000000000999999"}
+    assert " ERROR " not in appended.stdout, appended.stdout[-3000:]
+    runs = appended.stdout.split(" next run in ")
+    assert len(runs) == 3 and "dbt build:" in runs[0]
+    assert "new data only" in runs[1] and "dbt build:" in runs[1]  # built in the same session
+    assert "dbt build skipped" in runs[2] and "dbt build:" not in runs[2]
+
+    def added(log: list[dict]) -> set[str]:
+        return {r["change_id"] for r in log} - {r["change_id"] for r in before_log}
+
+    assert added(waits[1][0]) == {"qlik_ct_demo:20990101000000000000000000000999999"}
+    assert added(read_mart(lake, "change_log")) == {
+        "qlik_ct_demo:20990101000000000000000000000999999",
+        "qlik_ct_demo:20990102000000000000000000000999999",
+    }
     new_state = _state(lake)["qlik_ct_demo"][("SALES", "ORDER_LINES")]
     assert new_state['["4242","1"]'] == {
         "ORDER_ID": "4242",
@@ -387,17 +411,23 @@ def test_an_appended_file_adds_exactly_its_changes_and_a_run_with_nothing_new_is
         "NOTE": None,
         "SHIPPED_DATE": "2099-01-02",
     }
+    assert new_state['["4242","2"]'] == {
+        "ORDER_ID": "4242",
+        "LINE_NO": "2",
+        "PRODUCT": "more",
+        "QUANTITY": "1",
+        "UNIT_PRICE": "1.250",
+        "NOTE": None,
+        "SHIPPED_DATE": None,
+    }
     after_state = _state(lake)
+    assert after_state == waits[2][1]  # the third run, with nothing new, changed nothing
     del after_state["qlik_ct_demo"][("SALES", "ORDER_LINES")]['["4242","1"]']
+    del after_state["qlik_ct_demo"][("SALES", "ORDER_LINES")]['["4242","2"]']
     assert after_state == before_state  # nothing else changed
-    manifest = read_mart(lake, "ingested_files")
-    assert [m["source_file"] for m in manifest].count(
-        "qlik_ct_demo/SALES.ORDER_LINES__ct/20990101-000000000.csv"
-    ) == 1
-    state = _state(lake)
-    skipped = cdc(project, "run", landing=landing, lake=lake)  # nothing new since that build
-    assert "dbt build skipped" in skipped.stdout and "PASS=" not in skipped.stdout
-    assert _state(lake) == state
+    manifest = [m["source_file"] for m in read_mart(lake, "ingested_files")]
+    for name in ("20990101-000000000.csv", "20990102-000000000.csv"):
+        assert manifest.count(f"qlik_ct_demo/SALES.ORDER_LINES__ct/{name}") == 1
 
 
 GOLDENGATE_FEEDS = """    gg_tc:
