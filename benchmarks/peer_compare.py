@@ -247,11 +247,12 @@ def warm_increment(
 ) -> dict:
     """The +1 % run again, from the lake as the full run left it, in a warm process.
 
-    ``cdc run --every 0 --runs 2``: its first run applies one event (the increment's highest
+    ``cdc run --every 5 --runs 2``: its first run applies one event (the increment's highest
     ``seq``, in a file of its own: the engine's warm-up, as the previous run of a process that
-    stays running), then the increment lands and its second run is timed, from the line that
-    ends the first to the process's exit. The increment delivers that event again, so the
-    expected state is the +1 % run's.
+    stays running), then the increment lands (renamed into place whole) while the process waits
+    5 s, and its second run is timed: from the line that ends the first to the process's exit,
+    less the wait. The increment delivers that event again, so the expected state is the +1 %
+    run's.
     """
     for name in ("project", "landing", "lake"):  # the same paths: the metastore holds them
         shutil.rmtree(work / name)
@@ -259,8 +260,9 @@ def warm_increment(
     increment = pq.read_table(work / "src_inc" / "20240102-000000000.parquet")
     last = pc.index(increment["header__change_seq"], pc.max(increment["header__change_seq"]))
     pq.write_table(increment.slice(last.as_py(), 1), target / "20240101-999999999.parquet")
+    wait = 5.0
     proc = subprocess.Popen(
-        cdc + ["run", "--every", "0", "--runs", "2"],
+        cdc + ["run", "--every", f"{wait:g}", "--runs", "2"],
         env=env,
         cwd=work / "project",
         stdout=subprocess.PIPE,
@@ -270,10 +272,11 @@ def warm_increment(
     started = None
     for line in proc.stdout:
         if " next run in " in line:
-            shutil.copy2(work / "src_inc" / "20240102-000000000.parquet", target)
             started = time.perf_counter()
+            landed = shutil.copy2(work / "src_inc" / "20240102-000000000.parquet", work)
+            os.replace(landed, target / "20240102-000000000.parquet")
     proc.wait()
-    wall = time.perf_counter() - started if started is not None else float("nan")
+    wall = time.perf_counter() - started - wait if started is not None else float("nan")
     check = check_state(work / "lake", data.with_name(data.name + ".expected_inc.parquet"))
     return {
         "step": "incremental, warm",

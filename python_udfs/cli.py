@@ -2,8 +2,8 @@
 
 ``cdc stage``     decode new landing files into the raw tables (one ingest batch).
 ``cdc run``       ``stage``, then ``dbt build`` in this process and SparkSession; with
-                  ``--every SECONDS`` it stays running and runs again after each wait, in the
-                  same SparkSession: a JVM already warm, about half the time of a fresh
+                  ``--every SECONDS`` it stays running and runs again SECONDS after each run, in
+                  the same SparkSession: a JVM already warm, about half the time of a fresh
                   process for a small batch (README, "Keeping the engine warm").
 ``cdc demo``      simulate a source database, write files of all five feed formats into the
                   project's landing root, run on its lake, and print a summary.
@@ -983,7 +983,7 @@ def main(argv: list[str] | None = None) -> int:
                 type=float,
                 metavar="SECONDS",
                 help="stay running: after each run wait SECONDS, then run again, in the same "
-                "Spark session (Ctrl-C stops it between runs)",
+                "Spark session (Ctrl-C stops it)",
             )
             p.add_argument(
                 "--runs",

@@ -408,3 +408,20 @@ def test_the_driver_starts_from_the_class_archive_when_there_is_one(monkeypatch,
     monkeypatch.delenv("CDC_SPARK_JAVA_OPTIONS")
     monkeypatch.setenv("CDC_SPARK_CLASS_ARCHIVE", "off")
     assert sharing() == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--runs", "2"], "--runs N needs --every SECONDS"),
+        (["--every", "5", "--runs", "0"], "--runs N needs --every SECONDS and N of 1 or more"),
+        (["--every", "-1"], "--every: give the seconds to wait between runs, 0 or more"),
+    ],
+)
+def test_run_every_arguments_fail_fast_with_usage(project, capsys, args, message):
+    """`cdc run --every/--runs` mistakes stop before any Spark starts: argparse's usage line
+    and one message, exit status 2."""
+    with pytest.raises(SystemExit) as stopped:
+        main(["--project-dir", str(project), "run", *args])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and message in err and "Traceback" not in err

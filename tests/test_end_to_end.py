@@ -377,12 +377,12 @@ def test_appended_files_add_exactly_their_changes_and_a_run_with_nothing_new_is_
     waits = {}
 
     def on_wait(run: int) -> None:
-        if run == 1:  # while the process waits: its next run finds this file
+        if run == 1:  # while the process waits (5 s): its next run finds this file
             (folder / "20990102-000000000.csv").write_text(header + second, encoding="utf-8")
         waits[run] = (read_mart(lake, "change_log"), _state(lake))
 
     appended = cdc_every(
-        project, "--every", "1", "--runs", "3", landing=landing, lake=lake, on_wait=on_wait
+        project, "--every", "5", "--runs", "3", landing=landing, lake=lake, on_wait=on_wait
     )
     assert appended.returncode == 0, appended.stdout[-6000:]
     # a run on a lake that has its databases: no metastore error logged for what Spark handles

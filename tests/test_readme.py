@@ -28,6 +28,8 @@ pytestmark = [pytest.mark.readme, pytest.mark.spark]
 NOT_RUN = {
     "make test": "the suite this test belongs to",
     "make benchmark": "a benchmark: minutes to hours, run by hand (README, Benchmarks)",
+    ".venv/bin/cdc run --every": "stays running until stopped; the end-to-end test of an "
+    "appended file runs it with --runs (tests/test_end_to_end.py)",
 }
 #: Commands that serve until stopped: run in the background, checked, then stopped.
 SERVING = {"make docs": "http://127.0.0.1:8080/"}
