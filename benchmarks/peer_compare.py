@@ -311,11 +311,11 @@ def main() -> None:
         flush=True,
     )
     ours = run_ours(work / "peer" / "data" / "e", work)
-    print(f"\n{'run':12s} {'peer s':>8s} {'ours s':>8s} {'ours ÷ peer':>12s} {'both valid':>11s}")
+    print(f"\n{'run':17s} {'peer s':>8s} {'ours s':>8s} {'ours ÷ peer':>12s} {'both valid':>11s}")
     # our warm +1 % run (cdc run --every) against the peer's +1 % run, a fresh process
     for theirs, mine in zip([*peer, peer[1]], ours, strict=True):
         print(
-            f"{mine['step']:12s} {theirs['wall_s']:8.1f} {mine['wall_s']:8.1f} "
+            f"{mine['step']:17s} {theirs['wall_s']:8.1f} {mine['wall_s']:8.1f} "
             f"{mine['wall_s'] / theirs['wall_s']:12.2f} {str(theirs['valid'] and mine['valid']):>11s}"
         )
 
