@@ -135,6 +135,13 @@ class FeedFormat:
         applied_when_repeated: ``result → bool``, or None for never: whether a re-delivered
             file is applied all the same, from its decoded records (a Linkexpress file of empty
             full extracts only).
+        gzip_stream: a landing file whose name ends in ``.gz`` is the format's byte stream
+            compressed with gzip (RFC 1952, one member or several): the staging job
+            decompresses it in chunks before the decoder frames it
+            (:func:`python_udfs.staging.gunzip_file`), and every byte position (``start``,
+            ``consumed_end``, reject and record offsets, the manifest's ``byte_*`` and hashes)
+            counts in the decompressed stream. A stream that stops short is decoded up to the
+            cut, as a file that may still grow (issue 48: Kafka dumps).
     """
 
     name: str
@@ -153,6 +160,7 @@ class FeedFormat:
     spark_type_for: Callable[[str, int | None, int | None], str] | None = None
     deduplicated_by_content: bool = False
     applied_when_repeated: Callable[[DecodeResult], bool] | None = None
+    gzip_stream: bool = False
 
     @property
     def raw_table(self) -> str:

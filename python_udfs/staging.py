@@ -32,8 +32,9 @@ import collections
 import datetime as dt
 import hashlib
 import os
+import zlib
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,7 @@ from python_udfs.feed_format import (
     FeedFormat,
     FileToDecode,
 )
-from python_udfs.records import DecodeResult, MetadataColumn, Reject
+from python_udfs.records import EXCERPT_BYTES, DecodeResult, MetadataColumn, Reject
 from python_udfs.registry import FORMATS
 
 #: Every raw table's columns (without the ``ingest_batch_id`` partition): one per feed format
@@ -248,11 +249,18 @@ def decode_candidate(
 
 def file_outputs(
     candidate: Mapping[str, Any],
-    content: bytes,
+    content: bytes | Gunzipped,
     context: Mapping[str, Any],
     columnar: bool = False,
 ) -> list[dict]:
     """Decode one candidate file and return the decode-pass rows (``kind`` + struct).
+
+    ``content`` is the file's bytes, or a gzip stream decompressed (:class:`Gunzipped`): then
+    every offset and hash is the decompressed stream's, and the manifest's ``file_size`` the
+    compressed file's. Such a stream that stops short is decoded up to the cut as a file that
+    may grow (the incomplete record before the cut left for the next run, status ``partial``)
+    until the file is final; then, or at once for bytes that do not decompress, the cut is one
+    ``truncated_gzip`` or ``bad_gzip`` reject from the end of the last whole record.
 
     With ``columnar``, rows a decoder returned as an Arrow table come as one item
     ``{"kind": <raw table>, "arrow": pyarrow.Table}`` (with ``feed`` and ``source_file``
@@ -263,6 +271,12 @@ def file_outputs(
     bad input; an unexpected decoder exception becomes a ``decoder_error`` reject of the file.
     """
     feed, source_file, start = candidate["feed"], candidate["source_file"], candidate["start"]
+    gunzipped = content if isinstance(content, Gunzipped) else None
+    if gunzipped is not None:
+        content = gunzipped.data
+    cut = gunzipped.cut if gunzipped is not None else None
+    # a gzip stream cut short may still grow: its incomplete tail waits unless it is final
+    cut_pending = cut is not None and cut[0] == "truncated_gzip" and not candidate["is_final"]
     # (start, end) pairs; through Spark each is a struct, read back as a dict
     ranges = [
         (r["start"], r["end"]) if isinstance(r, Mapping) else tuple(r)
@@ -276,7 +290,7 @@ def file_outputs(
         "feed": feed,
         "source_file": source_file,
         "format": candidate["format"],
-        "file_size": size,
+        "file_size": size if gunzipped is None else gunzipped.file_size,
         "modification_time": candidate["modification_time"],
         "byte_start": start,
         "record_index_start": candidate["start_index"],
@@ -343,7 +357,7 @@ def file_outputs(
         )
         out.append({"kind": "raw_ingested_files", "raw_ingested_files": manifest})
         return out
-    if start and start == size:  # touched but not grown: nothing to decode
+    if start and start == size and cut is None:  # touched but not grown: nothing to decode
         manifest.update(
             sha256=whole_file_sha256(start),
             byte_end=start,
@@ -365,12 +379,15 @@ def file_outputs(
             candidate["start_index"],
             candidate["sidecar"],
             context,
-            candidate["is_final"],
+            candidate["is_final"] and cut is None,
             columnar=columnar and not ranges,
         )
     except Exception as exc:  # noqa: BLE001 - a decoder bug must not lose the file silently
         result = DecodeResult(consumed_end=size)
         result.rejects.append(Reject.of(content, start, size, 0, "decoder_error", repr(exc)))
+    if cut is not None and not cut_pending and not ranges:
+        result.rejects.append(_cut_reject(content, max(result.consumed_end, start), cut))
+        result.consumed_end = size
     if ranges:
         result = _within(result, ranges)
     table = FORMATS[candidate["format"]].raw_table
@@ -408,11 +425,12 @@ def file_outputs(
         rows=len(result.rows) + arrow_rows,
         rejects=len(result.rejects),
         reject_bytes=sum(r.length for r in result.rejects),
-        status="ingested" if end == size else "partial",
+        status="ingested" if end == size and not cut_pending else "partial",
         warnings=result.warnings,
         message=None
-        if end == size
-        else f"{size - end} bytes of an incomplete record left for the next run",
+        if end == size and not cut_pending
+        else f"{size - end} bytes of an incomplete record left for the next run"
+        + (" (decompressed; the gzip stream is not whole yet)" if cut_pending else ""),
     )
     if ranges:
         manifest.update(
@@ -424,6 +442,20 @@ def file_outputs(
         )
     out.append({"kind": "raw_ingested_files", "raw_ingested_files": manifest})
     return out
+
+
+def _cut_reject(data: bytes | bytearray, offset: int, cut: tuple[str, str, str]) -> Reject:
+    """Build the one reject of a gzip stream's cut (:attr:`Gunzipped.cut`).
+
+    It ranges from ``offset`` (the end of the last whole record) to the end of the
+    decompressed bytes, the incomplete record before the cut. Its excerpt is that record's
+    first bytes, or for a ``bad_gzip`` stream the compressed bytes that do not decompress.
+    """
+    reason, message, compressed_excerpt = cut
+    reject = Reject.of(data, offset, len(data), 0, reason, message)
+    if reason == "bad_gzip" and compressed_excerpt:
+        return replace(reject, excerpt=compressed_excerpt)
+    return reject
 
 
 def _within(result: DecodeResult, ranges: list[tuple[int, int]]) -> DecodeResult:
@@ -598,14 +630,93 @@ def task_groups(candidates: list[Candidate], tasks: int) -> list[list[Candidate]
     return [sorted(group, key=order) for group in groups if group]
 
 
-def candidate_bytes(candidate: Mapping[str, Any]) -> bytes:
+def candidate_bytes(candidate: Mapping[str, Any]) -> bytes | Gunzipped:
     """Read a candidate file's bytes (``candidate["path"]``, an absolute local path).
 
-    Called by the staging task that decodes the file. Raises OSError when the file cannot be
-    read (a file removed after the batch was planned fails the batch; the next run plans again).
+    A ``.gz`` file of a format whose files may be gzip streams (:attr:`FeedFormat.gzip_stream`)
+    comes decompressed (:func:`gunzip_file`). Called by the staging task that decodes the file.
+    Raises OSError when the file cannot be read (a file removed after the batch was planned
+    fails the batch; the next run plans again).
     """
+    if FORMATS[candidate["format"]].gzip_stream and candidate["path"].lower().endswith(".gz"):
+        return gunzip_file(candidate["path"])
     with open(candidate["path"], "rb") as handle:
         return handle.read()
+
+
+#: Bytes of a compressed file :func:`gunzip_file` reads at a time.
+GZIP_CHUNK_BYTES = 2**20
+
+
+@dataclass(frozen=True, slots=True)
+class Gunzipped:
+    """A gzip-compressed landing file, decompressed (:func:`gunzip_file`).
+
+    Attributes:
+        data: the decompressed bytes, every member's in file order; what the decoder frames.
+        file_size: the compressed file's size on disk, in bytes (the manifest's ``file_size``,
+            which the next run's plan compares with the file).
+        cut: None when the gzip stream ends properly (its last member's trailer read, nothing
+            but zero padding after it); else ``(reason, message, excerpt)``: ``truncated_gzip``
+            for a stream that ends before its end-of-stream marker (a dump still being written,
+            or cut), ``bad_gzip`` for bytes that do not decompress (not gzip at all, a damaged
+            member, a wrong CRC-32); ``data`` holds what decompressed before that point, and
+            ``excerpt`` up to 200 bytes of the compressed file from there, uppercase hex.
+    """
+
+    data: bytearray
+    file_size: int
+    cut: tuple[str, str, str] | None = None
+
+
+def gunzip_file(path: str | Path) -> Gunzipped:
+    """Decompress a gzip file (RFC 1952) with :mod:`zlib`, :data:`GZIP_CHUNK_BYTES` at a time.
+
+    The compressed bytes are never held whole, only the decompressed stream, so a
+    multi-gigabyte dump is in memory once. Concatenated members are read one after the other
+    (as ``gzip.decompress`` reads them) and zero padding after a member is skipped. A stream
+    that stops short or does not decompress raises nothing: :attr:`Gunzipped.cut` says where
+    and why, and the bytes that decompressed before it are returned (issue 48). An empty file
+    is an empty stream. Raises OSError when the file cannot be read.
+    """
+    data = bytearray()
+    member = None  # the member being decompressed; None before the first and between two
+    members = at = 0  # members read whole; compressed bytes consumed
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        while chunk := handle.read(GZIP_CHUNK_BYTES):
+            while chunk:
+                if member is None:
+                    if members:
+                        padded, chunk = chunk, chunk.lstrip(b"\0")
+                        at += len(padded) - len(chunk)
+                        if not chunk:
+                            break
+                    member = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip framing
+                fed = chunk
+                try:
+                    data += member.decompress(fed)
+                except zlib.error as exc:
+                    handle.seek(at)
+                    excerpt = handle.read(EXCERPT_BYTES).hex().upper()
+                    message = (
+                        f"cannot gunzip the compressed bytes from {at} on (of {size}): {exc}; "
+                        f"the {len(data)} bytes that decompressed before them were decoded"
+                    )
+                    return Gunzipped(data, size, ("bad_gzip", message, excerpt))
+                if not member.eof:
+                    at += len(fed)
+                    break
+                chunk = member.unused_data  # the bytes after this member's trailer
+                at += len(fed) - len(chunk)
+                member, members = None, members + 1
+        if member is not None:
+            message = (
+                f"the gzip stream ends at compressed byte {size} before its end-of-stream "
+                f"marker (a dump still being written, or cut); {len(data)} bytes decompressed"
+            )
+            return Gunzipped(data, size, ("truncated_gzip", message, ""))
+    return Gunzipped(data, size)
 
 
 def make_write_udf(
@@ -661,8 +772,11 @@ def make_metadata_udf() -> Callable:
     def scan_batches(batches):
         for batch in batches:
             for record in batch.to_pylist():
+                content = candidate_bytes(record)
                 columns = FORMATS[record["format"]].scan_metadata(
-                    candidate_bytes(record), record["source_file"], record["start"]
+                    content.data if isinstance(content, Gunzipped) else content,
+                    record["source_file"],
+                    record["start"],
                 )
                 rows = [
                     dict(asdict(c), feed=record["feed"], source_file=record["source_file"])

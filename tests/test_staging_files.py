@@ -227,3 +227,197 @@ def test_a_linkexpress_file_delivered_again_is_a_duplicate_but_a_repeated_trunca
     assert planned[relative(again)] == relative(differential)
     assert planned[relative(truncate_again)] is None
     assert [k for k, v in planned.items() if v] == [relative(again)]
+
+
+KAFKA_FEEDS = """  cdc_feeds:
+    k:
+      format: qlik_kafka
+      path: k
+      options:
+        mask_bit_order: lsb_last_hex
+        schema_dir: schemas
+"""
+
+
+def _kafka_project(tmp_path):
+    """A project of one simulated Qlik Kafka feed ``k`` (the demo's three tables and framings:
+    JSON envelopes in ``.jsonl``, Avro envelopes and Confluent values in ``.lpv``)."""
+    from simulator.database import catalog_rows, simulate
+    from simulator.feeds import write_feed
+
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    write_feed(simulate(seed=5), "qlik_kafka", landing / "k")
+    project = make_project(tmp_path, KAFKA_FEEDS, catalog_rows({"k": "qlik_kafka"}))
+    return project, landing, lake
+
+
+def _avro_container(lpv: bytes, schema_text: str) -> bytes:
+    """The Confluent-framed values of an ``.lpv`` dump as an Avro object container file."""
+    import io
+    import struct
+
+    import fastavro
+
+    schema = fastavro.parse_schema(json.loads(schema_text))
+    records, pos = [], 0
+    while pos < len(lpv):
+        (length,) = struct.unpack_from(">I", lpv, pos)
+        value = lpv[pos + 4 : pos + 4 + length]
+        records.append(fastavro.schemaless_reader(io.BytesIO(value[5:]), schema, None))
+        pos += 4 + length
+    out = io.BytesIO()
+    fastavro.writer(out, schema, records, codec="deflate", sync_interval=200)
+    return out.getvalue()
+
+
+def _renamed(name: str, partition: int, ext: str) -> str:
+    """``<topic>-<p>-<offset>.<x>`` → ``<topic>-<partition>-<offset>.<ext>``."""
+    topic, _p, rest = name.rsplit("-", 2)
+    return f"{topic}-{partition}-{rest.split('.', 1)[0]}.{ext}"
+
+
+def _decoded(rows):
+    """Raw rows without what names their file and batch, in file and offset order."""
+    skip = {"feed", "source_file", "ingest_batch_id", "ingested_at"}
+    return [
+        {k: v for k, v in r.items() if k not in skip}
+        for r in sorted(rows, key=lambda r: (r["source_file"], r["record_offset"]))
+    ]
+
+
+def test_gzip_compressed_dumps_land_what_the_plain_dumps_land_and_random_bytes_are_one_reject(
+    tmp_path,
+):
+    """issue 48: a Kafka dump ending in .gz (.jsonl.gz, .json.gz, .lpv.gz, .avro.gz) is
+    decompressed before framing; its rows, metadata and offsets (in the decompressed stream)
+    equal the plain dump's. A .gz of random bytes is one bad_gzip reject, and the run goes on."""
+    import gzip
+    import random
+
+    project, landing, lake = _kafka_project(tmp_path)
+    folder = landing / "k"
+    simulated = sorted(p for p in folder.glob("*-0-*") if p.is_file())
+    assert {p.suffix for p in simulated} == {".jsonl", ".lpv"}
+    plain = {p.name: p.read_bytes() for p in simulated}
+    jsonl = next(p for p in simulated if p.suffix == ".jsonl")
+    plain[_renamed(jsonl.name, 1, "json")] = jsonl.read_bytes()  # the same framing as .jsonl
+    confluent = next(p for p in simulated if p.suffix == ".lpv" and p.read_bytes()[4:5] == b"\x00")
+    schema_text = (folder / "schemas" / "1.avsc").read_text(encoding="utf-8")
+    plain[_renamed(confluent.name, 1, "avro")] = _avro_container(
+        confluent.read_bytes(), schema_text
+    )
+    pairs = {}  # plain dump -> its gzip copy, under partition 2
+    for name, data in plain.items():
+        (folder / name).write_bytes(data)
+        partition = int(name.rsplit("-", 2)[1])
+        copy = _renamed(name, partition + 2, name.rsplit(".", 1)[1] + ".gz")
+        (folder / copy).write_bytes(gzip.compress(data))
+        pairs[f"k/{name}"] = f"k/{copy}"
+    assert {name.rsplit(".", 2)[-2] for name in pairs.values()} == {"jsonl", "json", "lpv", "avro"}
+    noise = random.Random(48).randbytes(4096)
+    assert noise[:2] != b"\x1f\x8b"
+    (folder / "orders-9-00000000000000000000.jsonl.gz").write_bytes(noise)
+
+    cdc(project, "stage", landing=landing, lake=lake)
+    rows = _raw(lake, "raw_qlik_kafka")
+    metadata = _raw(lake, "raw_metadata")
+    manifests = {m["source_file"]: m for m in _raw(lake, "raw_ingested_files")}
+    for name, copy in pairs.items():
+        original = _decoded(r for r in rows if r["source_file"] == name)
+        assert original, name
+        assert _decoded(r for r in rows if r["source_file"] == copy) == original, copy
+        assert _decoded(m for m in metadata if m["source_file"] == copy) == _decoded(
+            m for m in metadata if m["source_file"] == name
+        )
+        plain_row, gz_row = manifests[name], manifests[copy]
+        assert gz_row["file_size"] == (folder / copy.split("/", 1)[1]).stat().st_size
+        for field in ("status", "byte_end", "sha256", "prefix_sha256", "rows", "rejects"):
+            assert gz_row[field] == plain_row[field], (copy, field)
+    (reject,) = _raw(lake, "raw_rejects")
+    assert (reject["source_file"], reject["reason"]) == (
+        "k/orders-9-00000000000000000000.jsonl.gz",
+        "bad_gzip",
+    )
+    assert reject["excerpt_hex"] == noise[:200].hex().upper()
+    bad = manifests["k/orders-9-00000000000000000000.jsonl.gz"]
+    assert (bad["status"], bad["rows"], bad["rejects"]) == ("ingested", 0, 1)
+
+
+def test_a_truncated_gzip_dump_lands_the_messages_before_the_cut_and_rejects_the_cut_once_final(
+    tmp_path,
+):
+    """issue 48: a .gz dump cut short (a consumer still writing it) lands the whole messages
+    before the cut and holds the rest as an incomplete tail (status partial); once a later dump
+    of its topic partition makes it final, the cut is one truncated_gzip reject."""
+    import gzip
+    import zlib
+
+    project, landing, lake = _kafka_project(tmp_path)
+    folder = landing / "k"
+    first, second = sorted(folder.glob("SALES.CUSTOMERS-0-*.jsonl"))
+    data, later_dump = first.read_bytes(), second.read_bytes()
+    for path in folder.glob("*-0-*"):
+        path.unlink()  # this test's feed is the one cut dump and, later, the dump after it
+    compressed = gzip.compress(data)
+    cut = compressed[: len(compressed) * 2 // 3]
+    held = zlib.decompressobj(wbits=31).decompress(cut)  # what the cut bytes decompress to
+    whole = held[: held.rindex(b"\n") + 1]  # the messages before the cut
+    assert 0 < len(whole) < len(held) < len(data)
+    cut_name = _renamed(first.name, 4, "jsonl.gz")
+    (folder / cut_name).write_bytes(cut)
+
+    cdc(project, "stage", landing=landing, lake=lake)
+    rows = _raw(lake, "raw_qlik_kafka")
+    offsets, expected = 0, []  # the byte offset of each data message before the cut
+    for line in whole.splitlines(keepends=True):
+        if json.loads(line)["type"] == "DT":
+            expected.append(offsets)
+        offsets += len(line)
+    assert expected and sorted(r["record_offset"] for r in rows) == expected
+    (manifest,) = _raw(lake, "raw_ingested_files")
+    assert (manifest["status"], manifest["byte_end"]) == ("partial", len(whole))
+    assert manifest["file_size"] == len(cut)
+    assert _raw(lake, "raw_rejects") == []
+
+    (folder / _renamed(second.name, 4, "jsonl")).write_bytes(later_dump)
+    cdc(project, "stage", landing=landing, lake=lake)
+    (reject,) = _raw(lake, "raw_rejects")
+    assert (reject["source_file"], reject["reason"]) == (f"k/{cut_name}", "truncated_gzip")
+    assert (reject["record_offset"], reject["record_length"]) == (
+        len(whole),
+        len(held) - len(whole),
+    )
+    assert reject["excerpt_hex"] == held[len(whole) : len(whole) + 200].hex().upper()
+    tail = [m for m in _raw(lake, "raw_ingested_files") if m["byte_start"] == len(whole)]
+    assert [(m["status"], m["rows"], m["byte_end"]) for m in tail] == [("ingested", 0, len(held))]
+    later = [r for r in _raw(lake, "raw_qlik_kafka") if r["source_file"] != f"k/{cut_name}"]
+    assert len(later) == len(later_dump.splitlines())
+
+
+def test_gunzip_reads_concatenated_members_and_says_where_a_stream_stops_short(tmp_path):
+    """issue 48: gunzip_file reads every member of a gzip file in order (RFC 1952 §2.2) and
+    skips zero padding after one, as gzip.decompress does; bytes after a member that are not a
+    member are a bad_gzip cut, a member without its trailer a truncated_gzip cut, and what
+    decompressed before either is kept."""
+    import gzip
+
+    from python_udfs.staging import GZIP_CHUNK_BYTES, gunzip_file
+
+    body = b"".join(_line(n) for n in range(1, 4000))  # several chunks of compressed bytes
+    first = gzip.compress(body, compresslevel=0)
+    assert len(first) > GZIP_CHUNK_BYTES  # no one chunk holds the member whole
+    path = tmp_path / "t-0-00000000000000000000.jsonl.gz"
+    path.write_bytes(first + b"\0" * 7 + gzip.compress(_line(9)))
+    got = gunzip_file(path)
+    assert (bytes(got.data), got.file_size, got.cut) == (body + _line(9), path.stat().st_size, None)
+
+    path.write_bytes(first + b"trailing text")
+    got = gunzip_file(path)
+    assert bytes(got.data) == body and got.cut[0] == "bad_gzip"
+    assert got.cut[2] == b"trailing text".hex().upper()
+
+    path.write_bytes(first[:-5])  # the trailer's CRC-32 and size cut
+    got = gunzip_file(path)
+    assert bytes(got.data) == body and got.cut[0] == "truncated_gzip"
+    path.write_bytes(b"")
+    assert gunzip_file(path) == type(got)(bytearray(), 0, None)

@@ -2,7 +2,11 @@
 
 A dump file holds the message values of one topic partition in offset order, framed as JSON
 Lines (``.jsonl``), length-prefixed values (``.lpv``: ``[u32 BE length][value]``, length
-``0xFFFFFFFF`` = tombstone) or an Avro object container (``.avro``). A value is a JSON or Avro
+``0xFFFFFFFF`` = tombstone) or an Avro object container (``.avro``); a name may end in ``.gz``
+too, and then the staging job hands this decoder the decompressed stream
+(:attr:`FeedFormat.gzip_stream <python_udfs.feed_format.FeedFormat>`, issue 48): every byte
+offset here (``start``, records, rejects, ``consumed_end``) counts in the decompressed bytes,
+as for Qlik's ``.csv.gz`` change tables. A value is a JSON or Avro
 Replicate envelope (``magic`` ``atMSG``), a bare JSON message, a Confluent-framed Avro
 ``DataRecord`` (``00`` + 4-byte schema id) or a plain Avro ``DataRecord``. Avro is decoded with
 fastavro.
@@ -608,6 +612,9 @@ def decode_dump_file(
     final: bool = False,
 ) -> DecodeResult:
     """Decode the values of one topic dump (from byte ``start``) into raw rows and rejects.
+
+    ``data`` is the dump's bytes, ``bytes`` or ``bytearray``; for a ``.gz`` dump, the
+    decompressed stream, in which every offset counts (the staging job decompresses it).
 
     ``catalog`` holds the table metadata known before this file (MD messages of the batch and
     of earlier batches, plus the catalog seed); MD messages met in the file are added to it.

@@ -131,4 +131,5 @@ FEED_FORMAT = FeedFormat(
     scan_metadata=scan_metadata,
     scanned_metadata_source="kafka_md",
     spark_type_for=spark_type_for,
+    gzip_stream=True,
 )
