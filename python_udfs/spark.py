@@ -67,9 +67,101 @@ def extra_spark_conf(text: str) -> dict[str, str]:
     return conf
 
 
+def delta_packages() -> tuple[str, ...]:
+    """Return the Maven coordinates of the Delta Lake jars this environment's Spark loads.
+
+    Derived from the pinned Python packages (``pyproject.toml``, ``requirements.lock``): the
+    ``delta-spark`` release and pyspark's major.minor name the artifact, as
+    ``delta.configure_spark_with_delta_pip`` names it (``io.delta:delta-spark_4.2_2.13:4.4.0``),
+    so the jars cannot drift from the Python packages. ``delta-storage`` is its one runtime
+    dependency that pyspark does not ship (ADR 0018).
+    """
+    import importlib.metadata
+
+    import pyspark
+
+    delta = importlib.metadata.version("delta_spark")
+    spark = ".".join(pyspark.__version__.split(".")[:2])
+    return (f"io.delta:delta-spark_{spark}_2.13:{delta}", f"io.delta:delta-storage:{delta}")
+
+
+def jar_folder() -> Path:
+    """Return where ``make install`` puts the Delta jars: ``<sys.prefix>/share/cdc_changelog/jars``."""
+    return Path(sys.prefix) / "share" / "cdc_changelog" / "jars"
+
+
+def _jar_name(coordinates: str) -> str:
+    """``group:artifact:version`` → ``artifact-version.jar`` (the name Maven copies it under)."""
+    _group, artifact, version = coordinates.split(":")
+    return f"{artifact}-{version}.jar"
+
+
+def delta_jars() -> list[Path]:
+    """Return the Delta jars of :func:`delta_packages` in :func:`jar_folder`.
+
+    Raises ConfigError naming the missing jar and the fix (``make install``, which fetches them
+    once: runs need no network afterwards).
+    """
+    from python_udfs.config import ConfigError
+
+    jars = [jar_folder() / _jar_name(c) for c in delta_packages()]
+    missing = [j for j in jars if not j.is_file()]
+    if missing:
+        raise ConfigError(
+            f"{missing[0]} not found: the Delta Lake jars are fetched by `make install` "
+            "(python -m python_udfs.spark --fetch-jars)"
+        )
+    return jars
+
+
+def fetch_delta_jars() -> list[Path]:
+    """Copy the jars of :func:`delta_packages` from Maven Central into :func:`jar_folder`.
+
+    Runs ``mvn dependency:copy`` (Maven's own resolution and local repository) for each jar
+    not there yet; called by ``make install``. Raises RuntimeError with Maven's output when a
+    jar cannot be fetched.
+    """
+    import subprocess
+
+    folder = jar_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    for coordinates in delta_packages():
+        if (folder / _jar_name(coordinates)).is_file():
+            continue
+        done = subprocess.run(
+            [
+                "mvn",
+                "--batch-mode",
+                "--quiet",
+                "dependency:copy",
+                f"-Dartifact={coordinates}",
+                f"-DoutputDirectory={folder}",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"mvn could not fetch {coordinates}:\n{done.stdout[-3000:]}")
+    return delta_jars()
+
+
+#: Delta Lake's settings: its SQL extension (MERGE, time travel, ``DESCRIBE DETAIL``) and its
+#: catalog over Spark's own, so ``using delta`` tables live in the Hive metastore (Delta's own
+#: documentation, "Configure SparkSession"). A table's state is computed in 2 partitions
+#: instead of 50 (a small lake on 2 cores; each of a run's queries reads its tables' logs).
+DELTA_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.databricks.delta.snapshotPartitions": "2",
+}
+
+
 def _engine_conf(lake: Path) -> dict[str, str]:
     """Return the embedded engine's own settings for an absolute lake root (:func:`spark_conf`)."""
     return {
+        "spark.jars": ",".join(str(j) for j in delta_jars()),
+        **DELTA_CONF,
         "spark.master": os.environ.get("CDC_SPARK_MASTER", "local[*]"),
         "spark.app.name": "cdc_changelog",
         "spark.driver.memory": os.environ.get("CDC_SPARK_DRIVER_MEMORY", "4g"),
@@ -435,6 +527,9 @@ def open_metastore_in_background(spark: SparkSession) -> threading.Thread:
 if __name__ == "__main__":  # python -m python_udfs.spark: write the class archive (make install)
     if sys.argv[1:2] == ["--workload"]:
         _run_archive_workload(Path(sys.argv[2]))
+    elif sys.argv[1:2] == ["--fetch-jars"]:
+        for jar in fetch_delta_jars():
+            print(f"Delta jar {jar}")
     else:
         import time
 
