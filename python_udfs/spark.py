@@ -254,20 +254,21 @@ def class_archive_path() -> Path | None:
 
 
 #: What the JVM that writes the class archive runs before it exits: the kinds of statement a
-#: ``cdc run`` sends (a Hive database, partitioned parquet tables created, written with dynamic
-#: partition overwrite and repaired, windows over structs and maps, higher-order functions, a
+#: ``cdc run`` sends (a Hive database, partitioned Delta tables created, replaced, merged, read
+#: as a change feed and written with dynamic partition overwrite, windows over structs and maps, higher-order functions, a
 #: broadcast semi-join, an anti-join, views, the catalog listings dbt sends, an Arrow batch
 #: through a Python worker). Each class loaded here is one later JVMs map from the archive.
 _ARCHIVE_WORKLOAD = (
     "create database if not exists warm",
     "create table warm.a (k string, v map<string, string>, n bigint,"
-    " s struct<f: string, o: bigint>, p string) using parquet partitioned by (p)",
+    " s struct<f: string, o: bigint>, p string) using delta partitioned by (p)",
     "insert into warm.a select cast(id % 100 as string), map('a', cast(id as string)), id,"
     " named_struct('f', 'x', 'o', id), cast(id % 3 as string) from range(20000)",
-    "msck repair table warm.a",
     "refresh table warm.a",
     "show partitions warm.a",
-    "create table warm.b using parquet partitioned by (p) as select k, p,"
+    "describe detail warm.a",
+    "alter table warm.a set tblproperties ('cdc.warm' = '1', delta.enableChangeDataFeed = true)",
+    "create or replace table warm.b using delta partitioned by (p) as select k, p,"
     " last(named_struct('v', v), true) over w as lv, row_number() over w as rn,"
     " count(*) over (partition by k) as c, size(collect_set(n) over (partition by k)) as cs,"
     " to_json(array_sort(map_entries(v))) as j, transform(map_keys(v), x -> upper(x)) as t,"
@@ -286,6 +287,9 @@ _ARCHIVE_WORKLOAD = (
     "select a.k from warm.a as a left anti join warm.b as b on a.k = b.k and a.p = b.p"
     " union all select k from warm.b except select k from warm.a",
     "select * from warm.a where (k, p) in (select k, p from warm.b)",
+    "merge into warm.a as t using (select * from warm.a where n < 100) as s on t.n = s.n"
+    " when matched then update set * when not matched then insert *",
+    "select count(*) from table_changes('warm.a', 0)",
     "create or replace view warm.v as select * from warm.b",
     "select count(*) from warm.v",
     "show tables in warm",
