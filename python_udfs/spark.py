@@ -19,6 +19,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from python_udfs.records import ConfigError
+
 #: The JVM's log configuration: errors only, on stderr (``CDC_SPARK_LOG_LEVEL`` raises it).
 LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
 
@@ -114,18 +116,51 @@ def delta_jars() -> list[Path]:
     return jars
 
 
-def fetch_delta_jars() -> list[Path]:
-    """Copy the jars of :func:`delta_packages` from Maven Central into :func:`jar_folder`.
+def derby_packages() -> tuple[str, ...]:
+    """Return the Maven coordinates of Derby's network server and client for pyspark's Derby.
 
-    Runs ``mvn dependency:copy`` (Maven's own resolution and local repository) for each jar
-    not there yet; called by ``make install``. Raises RuntimeError with Maven's output when a
-    jar cannot be fetched.
+    The version is that of the ``derby-<version>.jar`` pyspark ships (the embedded metastore's
+    engine): the server runs inside the JVM that holds the lake, the client in a reader's JVM
+    (:func:`reader_session`, ADR 0018).
+    """
+    import pyspark
+
+    (engine,) = (Path(pyspark.__file__).parent / "jars").glob("derby-[0-9]*.jar")
+    version = engine.stem.removeprefix("derby-")
+    return (f"org.apache.derby:derbynet:{version}", f"org.apache.derby:derbyclient:{version}")
+
+
+def derby_jars() -> list[Path]:
+    """Return the jars of :func:`derby_packages` in ``<jar_folder>/derby``.
+
+    Raises ConfigError naming the missing jar and the fix (``make install``).
+    """
+    from python_udfs.config import ConfigError
+
+    jars = [jar_folder() / "derby" / _jar_name(c) for c in derby_packages()]
+    missing = [j for j in jars if not j.is_file()]
+    if missing:
+        raise ConfigError(
+            f"{missing[0]} not found: Derby's network server and client are fetched by "
+            "`make install` (python -m python_udfs.spark --fetch-jars)"
+        )
+    return jars
+
+
+def fetch_delta_jars() -> list[Path]:
+    """Copy the jars of :func:`delta_packages` and :func:`derby_packages` from Maven Central.
+
+    Into :func:`jar_folder` (Derby's into its ``derby`` folder). Runs ``mvn dependency:copy``
+    (Maven's own resolution and local repository) for each jar not there yet; called by ``make
+    install``. Returns every jar. Raises RuntimeError with Maven's output when a jar cannot be
+    fetched.
     """
     import subprocess
 
-    folder = jar_folder()
-    folder.mkdir(parents=True, exist_ok=True)
-    for coordinates in delta_packages():
+    wanted = [(jar_folder(), c) for c in delta_packages()]
+    wanted += [(jar_folder() / "derby", c) for c in derby_packages()]
+    for folder, coordinates in wanted:
+        folder.mkdir(parents=True, exist_ok=True)
         if (folder / _jar_name(coordinates)).is_file():
             continue
         done = subprocess.run(
@@ -143,7 +178,7 @@ def fetch_delta_jars() -> list[Path]:
         )
         if done.returncode != 0:
             raise RuntimeError(f"mvn could not fetch {coordinates}:\n{done.stdout[-3000:]}")
-    return delta_jars()
+    return delta_jars() + derby_jars()
 
 
 #: Delta Lake's settings: its SQL extension (MERGE, time travel, ``DESCRIBE DETAIL``) and its
@@ -157,10 +192,28 @@ DELTA_CONF = {
 }
 
 
+def _metastore_server(lake: Path) -> str:
+    """Return the JVM options that serve the lake's Derby metastore to other JVMs ('' if none).
+
+    When this process holds the lake (:func:`lock_lake`), the embedded Derby engine also
+    starts its network server on loopback, on the port the lock file names, so that a reader
+    in another JVM opens the same metastore while a run works (:func:`reader_session`).
+    """
+    held = _LAKE_LOCKS.get(lake)
+    if held is None:
+        return ""
+    return (
+        "-Dderby.drda.startNetworkServer=true -Dderby.drda.host=127.0.0.1 "
+        f"-Dderby.drda.portNumber={held[1]} "
+    )
+
+
 def _engine_conf(lake: Path) -> dict[str, str]:
     """Return the embedded engine's own settings for an absolute lake root (:func:`spark_conf`)."""
     return {
         "spark.jars": ",".join(str(j) for j in delta_jars()),
+        # Derby's network server beside its engine (the system class loader)
+        "spark.driver.extraClassPath": ":".join(str(j) for j in derby_jars()),
         **DELTA_CONF,
         "spark.master": os.environ.get("CDC_SPARK_MASTER", "local[*]"),
         "spark.app.name": "cdc_changelog",
@@ -179,6 +232,7 @@ def _engine_conf(lake: Path) -> dict[str, str]:
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={lake} -Dderby.stream.error.file={lake / 'derby.log'} "
             f"-Dlog4j2.configurationFile={LOG4J2_CONFIG} "
+            + _metastore_server(lake)
             + _garbage_collector(os.environ.get("CDC_SPARK_JAVA_OPTIONS", ""))
             + _class_sharing(os.environ.get("CDC_SPARK_JAVA_OPTIONS", ""))
             + os.environ.get("CDC_SPARK_JAVA_OPTIONS", "")
@@ -396,22 +450,44 @@ def thrift_server_command(lake_root: Path, port: int, host: str = "127.0.0.1") -
     return command + ["spark-internal"]
 
 
-#: Open lock files of the lakes this process holds (kept open until the process exits).
-_LAKE_LOCKS: dict[Path, Any] = {}
+#: Open lock files of the lakes this process holds (kept open until the process exits), with
+#: the port of the lake's metastore server: ``lake → (handle, port)``.
+_LAKE_LOCKS: dict[Path, tuple[Any, int]] = {}
+
+
+def _free_port() -> int:
+    """Return a loopback TCP port that nothing listens on now (the kernel's choice)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class LakeInUse(ConfigError):
+    """The lake's lock is held by another process (a ConfigError: the CLI exits 2).
+
+    ``metastore_port`` is the loopback port where that process serves the lake's Derby
+    metastore (:func:`reader_session`), or None when its lock line names none.
+    """
+
+    def __init__(self, message: str, metastore_port: int | None) -> None:
+        super().__init__(message)
+        self.metastore_port = metastore_port
 
 
 def lock_lake(lake_root: Path, inheritable: bool = False) -> None:
     """Hold ``<lake_root>/.cdc.lock`` (an exclusive ``flock``) until this process exits.
 
-    The embedded Derby metastore admits one JVM, and two runs writing the same state tables
-    would race: a second ``cdc`` process on the same lake stops at once with one message
-    instead of failing midway in Derby. The operating system releases the lock when the
-    process ends, killed or not. ``inheritable`` keeps it across ``exec`` (the Thrift Server).
-    Raises ConfigError naming the lake and the process that holds it.
+    Two runs writing the same tables would race: a second writing ``cdc`` process on the same
+    lake stops at once with one message instead of failing midway. The holder serves the
+    lake's Derby metastore on a free loopback port, which its lock line names (``metastore on
+    127.0.0.1:<port>``), so readers need no lock (:func:`reader_session`). The operating
+    system releases the lock when the process ends, killed or not. ``inheritable`` keeps it
+    across ``exec`` (the Thrift Server). Raises :class:`LakeInUse` naming the lake and the
+    process that holds it.
     """
     import fcntl
-
-    from python_udfs.config import ConfigError
 
     lake = lake_root.resolve()
     if lake in _LAKE_LOCKS:
@@ -425,19 +501,24 @@ def lock_lake(lake_root: Path, inheritable: bool = False) -> None:
     except BlockingIOError as exc:
         holder = _lock_holder(handle)
         handle.close()
-        raise ConfigError(
-            f"{lake}: the lake is in use by {holder}. Wait for it to finish (or stop the "
-            "Thrift Server on this lake), then run again."
+        port = re.search(r"; metastore on 127\.0\.0\.1:(\d+)$", holder)
+        raise LakeInUse(
+            f"{lake}: the lake is in use by {holder.split('; metastore')[0]}. Wait for it to "
+            "finish (or stop the Thrift Server on this lake), then run again.",
+            int(port.group(1)) if port else None,
         ) from exc
+    port = _free_port()
     # one write, then cut what an earlier holder's longer line left after it: a process that
     # reads while this one holds the lock sees a whole first line, never an empty file
     handle.seek(0)
-    handle.write(f"cdc process {os.getpid()} ({' '.join(sys.argv[:3])})\n")
+    handle.write(
+        f"cdc process {os.getpid()} ({' '.join(sys.argv[:3])}); metastore on 127.0.0.1:{port}\n"
+    )
     handle.flush()
     handle.truncate()
     if inheritable:
         os.set_inheritable(handle.fileno(), True)
-    _LAKE_LOCKS[lake] = handle
+    _LAKE_LOCKS[lake] = (handle, port)
 
 
 def _lock_holder(handle, wait_seconds: float = 2.0) -> str:
@@ -503,6 +584,57 @@ def get_spark(lake_root: Path) -> SparkSession:
     return spark
 
 
+def held_metastore_port(lake_root: Path) -> int | None:
+    """Return the port of the metastore server of the process that holds the lake, or None.
+
+    Read from the lock line (:func:`lock_lake`) without taking the lock, and checked by a
+    connection to the port: a line left by a process that has ended names a port nothing
+    answers on, which gives None.
+    """
+    import socket
+
+    try:
+        line = (lake_root.resolve() / ".cdc.lock").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    found = re.search(r"; metastore on 127\.0\.0\.1:(\d+)$", line.strip())
+    if not found:
+        return None
+    port = int(found.group(1))
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return None
+    return port
+
+
+def reader_session(lake_root: Path, metastore_port: int) -> SparkSession:
+    """Create a SparkSession that reads the lake while another process holds it (a run).
+
+    The lake's metastore is opened through the holder's Derby network server on loopback
+    port ``metastore_port`` (:func:`lock_lake` names it) instead of embedded, so this JVM takes
+    no lock, and Delta gives every query the last committed version of each table it reads
+    (ADR 0018). The other settings are the embedded engine's (:func:`spark_conf`). Meant for
+    reading: a table written from here while a run writes it may make one of the two commits
+    fail. Raises ConfigError when there is no Java.
+    """
+    if SparkSession.getActiveSession() is None:
+        java_executable()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    conf = spark_conf(lake_root)
+    conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
+        f"jdbc:derby://127.0.0.1:{metastore_port}/{lake_root.resolve() / 'metastore_db'}"
+    )
+    conf["spark.hadoop.javax.jdo.option.ConnectionDriverName"] = "org.apache.derby.jdbc.ClientDriver"
+    conf["spark.app.name"] = "cdc_changelog_reader"
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("CDC_SPARK_LOG_LEVEL", "ERROR"))
+    return spark
+
+
 def _start_metastore(spark: SparkSession) -> None:
     """Open the Hive metastore client (Derby) of ``spark`` by listing its databases."""
     with contextlib.suppress(Exception):  # dbt's first query meets the same error and names it
@@ -533,7 +665,7 @@ if __name__ == "__main__":  # python -m python_udfs.spark: write the class archi
         _run_archive_workload(Path(sys.argv[2]))
     elif sys.argv[1:2] == ["--fetch-jars"]:
         for jar in fetch_delta_jars():
-            print(f"Delta jar {jar}")
+            print(f"jar {jar}")
     else:
         import time
 

@@ -148,3 +148,60 @@ def test_time_travel_reads_current_state_as_of_the_first_run(two_runs):
         ("2", "v2"),
         ("3", "v3"),
     ]
+
+
+def test_a_second_process_reads_the_lake_while_runs_work(two_runs, tmp_path):
+    """A reader in its own JVM (tests/lake_reader.py: python_udfs.spark.reader_session, no
+    lock) queries current_state and history in a loop while `cdc run --every` applies two
+    landing rounds in one process: no query fails or waits for a run, and current_state reads
+    as one run's state or the next (its count and checksum take at most one value per run,
+    in order, from the state before the runs to the state after them)."""
+    import subprocess
+    import sys
+
+    from tests.lake_reader import STATE_QUERY
+    from tests.spark_project import REPO, cdc_every, cli_env
+
+    project, landing, lake, _version = two_runs
+    (before,) = query(project, STATE_QUERY, landing=landing, lake=lake)
+    folder = landing / "k"
+    (folder / "t-0-00000000000000000005.jsonl").write_bytes(
+        _message(6, "UPDATE", {"A": 3, "B": "w3"}, {"A": 3, "B": "v3"})
+        + _message(7, "INSERT", {"A": 7, "B": "v7"})
+    )
+    out, stop = tmp_path / "reader.jsonl", tmp_path / "stop"
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "tests.lake_reader", str(lake), str(out), str(stop)],
+        env=cli_env(landing, lake),
+        cwd=REPO,
+    )
+
+    def on_wait(run: int) -> None:
+        if run == 1:
+            (folder / "t-0-00000000000000000007.jsonl").write_bytes(
+                _message(8, "DELETE", None, {"A": 7, "B": "v7"})
+            )
+        elif run == 2:
+            stop.touch()  # the reader stops while the run's process still serves the metastore
+            reader.wait(timeout=300)
+
+    try:
+        proc = cdc_every(
+            project, "--every", "5", "--runs", "3", landing=landing, lake=lake, on_wait=on_wait
+        )
+    finally:
+        stop.touch()
+        reader.wait(timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    (after,) = query(project, STATE_QUERY, landing=landing, lake=lake)
+    rounds = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r for r in rounds if "error" in r] == []
+    assert len(rounds) >= 25  # two queries a round
+    states = []
+    for r in rounds:
+        if not states or states[-1] != (r["n"], r["h"]):
+            states.append((r["n"], r["h"]))
+    # the states before, between and after the two runs, in order; a reader that opened after
+    # the first run's commit sees the last two only
+    assert states[-1] == (after["n"], after["h"]) and len(set(states)) == len(states), states
+    assert len(states) <= (3 if states[0] == (before["n"], before["h"]) else 2), states
