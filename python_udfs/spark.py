@@ -192,6 +192,11 @@ DELTA_CONF = {
 }
 
 
+def _class_path() -> str:
+    """Return the jars of :func:`delta_jars` and :func:`derby_jars` as a Java class path."""
+    return ":".join(str(j) for j in delta_jars() + derby_jars())
+
+
 def _metastore_server(lake: Path) -> str:
     """Return the JVM options that serve the lake's Derby metastore to other JVMs ('' if none).
 
@@ -211,9 +216,11 @@ def _metastore_server(lake: Path) -> str:
 def _engine_conf(lake: Path) -> dict[str, str]:
     """Return the embedded engine's own settings for an absolute lake root (:func:`spark_conf`)."""
     return {
-        "spark.jars": ",".join(str(j) for j in delta_jars()),
-        # Derby's network server beside its engine (the system class loader)
-        "spark.driver.extraClassPath": ":".join(str(j) for j in derby_jars()),
+        # Delta's jars and Derby's network server on the JVM's own class path (not spark.jars):
+        # a Thrift Server's query threads find the delta data source there, Derby's engine its
+        # network server, and the class archive maps their classes
+        "spark.driver.extraClassPath": _class_path(),
+        "spark.executor.extraClassPath": _class_path(),
         **DELTA_CONF,
         "spark.master": os.environ.get("CDC_SPARK_MASTER", "local[*]"),
         "spark.app.name": "cdc_changelog",
@@ -625,7 +632,9 @@ def reader_session(lake_root: Path, metastore_port: int) -> SparkSession:
     conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
         f"jdbc:derby://127.0.0.1:{metastore_port}/{lake_root.resolve() / 'metastore_db'}"
     )
-    conf["spark.hadoop.javax.jdo.option.ConnectionDriverName"] = "org.apache.derby.jdbc.ClientDriver"
+    conf["spark.hadoop.javax.jdo.option.ConnectionDriverName"] = (
+        "org.apache.derby.jdbc.ClientDriver"
+    )
     conf["spark.app.name"] = "cdc_changelog_reader"
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in conf.items():

@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from python_udfs.config import CDC_COLUMNS_HEADER, CDC_TABLES_HEADER
+from python_udfs.spark import jar_folder
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -79,13 +80,16 @@ def cli_env(landing: Path, lake: Path) -> dict[str, str]:
     """The environment of a ``cdc`` CLI subprocess on ``landing`` and ``lake``: this checkout
     first on ``PYTHONPATH``, so the subprocess runs this checkout's ``python_udfs`` even when the
     virtualenv's editable install points at another checkout (a venv shared between two clones),
-    and 200 columns for the summary table."""
+    the Delta jars of this venv for a plain ``dbt`` (``CDC_DELTA_JARS``, profiles.yml), and 200
+    columns for the summary table."""
     path = os.environ.get("PYTHONPATH", "")
     return {
         **os.environ,
         "PYTHONPATH": str(REPO) + (os.pathsep + path if path else ""),
         "CDC_LANDING_ROOT": str(landing),
         "CDC_LAKE_ROOT": str(lake),
+        # a plain `dbt` of a project copied elsewhere finds the venv's Delta jars (profiles.yml)
+        "CDC_DELTA_JARS": str(jar_folder() / "*"),
         "COLUMNS": "200",
     }
 

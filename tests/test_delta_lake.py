@@ -144,9 +144,9 @@ def test_time_travel_reads_current_state_as_of_the_first_run(two_runs):
         lake=lake,
     )
     assert sorted((r["primary_key"], r["b"]) for r in rows) == [
-        ("1", "v1"),
-        ("2", "v2"),
-        ("3", "v3"),
+        ('["1"]', "v1"),
+        ('["2"]', "v2"),
+        ('["3"]', "v3"),
     ]
 
 
