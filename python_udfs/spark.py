@@ -322,14 +322,15 @@ def class_archive_path() -> Path | None:
 _ARCHIVE_WORKLOAD = (
     "create database if not exists warm",
     "create table warm.a (k string, v map<string, string>, n bigint,"
-    " s struct<f: string, o: bigint>, p string) using delta partitioned by (p)",
+    " s struct<f: string, o: bigint>, p string) using delta partitioned by (p)"
+    " tblproperties (delta.enableChangeDataFeed = true)",
     "insert into warm.a select cast(id % 100 as string), map('a', cast(id as string)), id,"
     " named_struct('f', 'x', 'o', id), cast(id % 3 as string) from range(20000)",
     "refresh table warm.a",
     "show partitions warm.a",
     "describe detail warm.a",
-    "alter table warm.a set tblproperties ('cdc.warm' = '1', delta.enableChangeDataFeed = true)",
-    "create or replace table warm.b using delta partitioned by (p) as select k, p,"
+    "alter table warm.a set tblproperties ('cdc.warm' = '1')",
+    "create or replace table warm.b using delta partitioned by (p) as select k,"
     " last(named_struct('v', v), true) over w as lv, row_number() over w as rn,"
     " count(*) over (partition by k) as c, size(collect_set(n) over (partition by k)) as cs,"
     " to_json(array_sort(map_entries(v))) as j, transform(map_keys(v), x -> upper(x)) as t,"
@@ -339,7 +340,7 @@ _ARCHIVE_WORKLOAD = (
     " order by n rows between unbounded preceding and unbounded following) as fb,"
     " xxhash64(k) as h, sha2(k, 256) as sh, to_timestamp('2024-01-01 00:00:00') as ts,"
     " regexp_extract(k, '[0-9]+', 0) as rx, conv(substr('0f', 1, 1), 16, 10) as cv,"
-    " from_json('{\"a\": \"b\"}', 'map<string, string>') as fj"
+    " from_json('{\"a\": \"b\"}', 'map<string, string>') as fj, p"
     " from warm.a window w as (partition by k order by n)",
     "insert overwrite table warm.b partition (p) select k, lv, rn, c, cs, j, t, ac, mf, ms, fb,"
     " h, sh, ts, rx, cv, fj, p from warm.b where rn > 1",
