@@ -53,15 +53,16 @@ final as (
         current_version.operation as last_operation,
         current_version.opened_order.change_position as last_change_position,
         current_version.opened_at as last_committed_at,
-        {{ cdc_table_key_sql('key_state.feed', 'key_state.source_schema', 'key_state.source_table') }} as table_key
-        {%- if is_incremental() %},
-        -- read by the merge alone (macro spark__get_merge_sql): not a column of the table
+        {{ cdc_table_key_sql('key_state.feed', 'key_state.source_schema', 'key_state.source_table') }} as table_key,
+        -- read by the merge alone (macro spark__get_merge_sql): on a first build or a full
+        -- refresh the table gets the live keys and no such column
         current_version.is_deleted
-        {%- endif %}
     from key_state
-    {%- if not is_incremental() %}
-    where not current_version.is_deleted
-    {%- endif %}
 )
 
-select * from final
+{% if is_incremental() %}
+    select * from final
+{% else %}
+    select * except (is_deleted) from final
+    where not is_deleted
+{% endif %}
