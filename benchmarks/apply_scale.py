@@ -36,6 +36,8 @@ import threading
 import time
 from pathlib import Path
 
+import pyarrow.dataset as ds
+
 from python_udfs.cli import DEMO_TRUNCATE_EVERY, write_typed_models
 from python_udfs.config import load_project
 from simulator.database import Simulation, catalog_rows, simulate, tables_for
@@ -278,9 +280,8 @@ def dbt_times(project: Path) -> tuple[float, float, float]:
 
 def manifest_rows(lake: Path) -> list[dict]:
     """The staged manifest (raw_ingested_files) rows, one per ingested file."""
-    from deltalake import DeltaTable
-
-    return DeltaTable(str(lake / "raw" / "raw_ingested_files")).to_pyarrow_table().to_pylist()
+    path = lake / "raw" / "raw_ingested_files"
+    return ds.dataset(str(path), format="parquet", partitioning="hive").to_table().to_pylist()
 
 
 def write_feeds(

@@ -50,11 +50,10 @@
     {#-
         Whether `relation` (an existing table) has the top-level column `column_name`: read from
         the schema tree dbt's relation cache holds for it (`show table extended`, listed when
-        dbt starts: no query), else asked with `describe` (adapter.get_columns_in_relation):
-        Spark lists no schema tree for a Delta table.
+        dbt starts: no query), else asked with `describe` (adapter.get_columns_in_relation).
     -#}
     {%- set information = relation.information or '' -%}
-    {%- if '\n |-- ' in information -%}
+    {%- if information -%}
         {{ return(('\n |-- ' ~ column_name ~ ':') in information) }}
     {%- endif -%}
     {{ return(column_name in adapter.get_columns_in_relation(relation) | map(attribute='name') | list) }}
@@ -161,35 +160,4 @@
         row: map<string, string>,
         is_deleted: boolean
     >
-{% endmacro %}
-
-
-{% macro cdc_tag_commits() %}
-    {#-
-        Pre-hook SQL: tag the Delta commits this session writes from now on with the run's
-        generation (cdc_generation), as their userMetadata (DESCRIBE HISTORY shows it; Delta's
-        spark.databricks.delta.commitInfo.userMetadata). current_state reads it back as the
-        generation of its last commit (cdc_merged_generation); a user maps a run to a table
-        version with it, for time travel (README, "Reading an earlier run").
-    -#}
-    set spark.databricks.delta.commitInfo.userMetadata = {{ cdc_generation() }}
-{% endmacro %}
-
-
-{% macro cdc_merged_generation() %}
-    {#-
-        The generation of the last commit of the calling model's Delta table that carries one
-        (its userMetadata, set by cdc_tag_commits; DESCRIBE HISTORY, read when the model
-        compiles): the changes up to that generation are in the table. An empty string (every
-        key again) when no commit carries one, with --full-refresh, and at parse time.
-    -#}
-    {%- if not execute or flags.FULL_REFRESH -%}
-        {{ return('') }}
-    {%- endif -%}
-    {%- set history = run_query('describe history ' ~ this) -%}
-    {%- set tagged = [] -%}
-    {%- for row in history.rows if row['userMetadata'] -%}
-        {%- do tagged.append((row['version'], row['userMetadata'])) -%}
-    {%- endfor -%}
-    {{ return((tagged | sort | last)[1] if tagged else '') }}
 {% endmacro %}

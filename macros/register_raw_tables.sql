@@ -1,11 +1,9 @@
 {% macro register_raw_tables() %}
     {#-
-        Register the staging job's raw Delta tables under <lake root>/raw/ (python_udfs/
-        raw_tables.py) as external tables in schema var('cdc_raw_schema'). A Delta table needs
-        no repair or refresh: every query reads its log's current version, so the batches
-        committed since the last run are there. A raw table an earlier version registered as
-        plain parquet is registered again as Delta (ADR 0018). Called from on-run-start;
-        returns a no-op statement.
+        Register the staging job's parquet datasets under <lake root>/raw/ as external tables
+        in schema var('cdc_raw_schema'), and pick up the ingest-batch partitions written since
+        the last run (MSCK REPAIR), except in the raw tables of formats no feed uses. Called
+        from on-run-start; returns a no-op statement.
     -#}
     {% if execute %}
         {% set lake = env_var('CDC_LAKE_ROOT', var('cdc_lake_root')) %}
@@ -13,17 +11,25 @@
             {% set lake = env_var('PWD', '.') ~ '/' ~ lake %}
         {% endif %}
         {% set raw_schema = var('cdc_raw_schema') %}
+        {#- a format no feed uses: its staging model reads nothing (cdc_working_batches) -#}
+        {% set used = cdc_feeds().values() | map(attribute='format') | list %}
+        {% set unused = [] %}
+        {% for format in cdc_format_names() %}
+            {% if format not in used %}
+                {% do unused.append('raw_' ~ format) %}
+            {% endif %}
+        {% endfor %}
         {% do run_query('create database if not exists ' ~ raw_schema) %}
         {% for table_name in cdc_raw_table_names() %}
             {% set relation = raw_schema ~ '.' ~ table_name %}
-            {% set existing = adapter.get_relation(database=none, schema=raw_schema, identifier=table_name) %}
-            {% if existing is not none and not existing.is_delta %}
-                {% do run_query('drop table ' ~ relation) %}
-            {% endif %}
             {% do run_query(
                 'create table if not exists ' ~ relation
-                ~ " using delta location '" ~ lake ~ '/raw/' ~ table_name ~ "'"
+                ~ " using parquet location '" ~ lake ~ '/raw/' ~ table_name ~ "'"
             ) %}
+            {% if table_name not in unused %}
+                {% do run_query('msck repair table ' ~ relation) %}
+                {% do run_query('refresh table ' ~ relation) %}
+            {% endif %}
         {% endfor %}
     {% endif %}
     select 1 as raw_tables_registered

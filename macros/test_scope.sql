@@ -34,20 +34,16 @@
 
 {% macro cdc_partition_values(relation) %}
     {#-
-        The values of a relation's single partition column as text (a boolean as 'true' or
-        'false'), sorted ascending, from the Delta log (SHOW PARTITIONS of a Delta table: one
-        typed column per partition column, no data file is read). Empty when the relation is
-        none.
+        The values of a relation's single partition column, sorted ascending, from the
+        metastore (SHOW PARTITIONS: no file is read). Empty when the relation is none or
+        unpartitioned data is missing.
     -#}
     {%- if relation is none -%}
         {{ return([]) }}
     {%- endif -%}
     {%- set values = [] -%}
     {%- for row in run_query('show partitions ' ~ relation).rows -%}
-        {%- set value = row[0] -%}
-        {%- do values.append(
-            'true' if value is sameas true else ('false' if value is sameas false else value ~ '')
-        ) -%}
+        {%- do values.append(row[0].split('=', 1)[1]) -%}
     {%- endfor -%}
     {{ return(values | sort) }}
 {% endmacro %}

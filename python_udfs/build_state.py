@@ -33,13 +33,17 @@ STATE_FILE = Path("cdc_state") / "last_build.json"
 def committed_batches(lake_root: Path) -> list[str]:
     """Return the sorted ids of committed ingest batches.
 
-    They are the partitions of the manifest's current Delta version
-    (``<lake>/raw/raw_ingested_files``, :func:`raw_tables.committed_batches`): its log alone
-    is read.
+    They are the partition folders of the manifest
+    (``<lake>/raw/raw_ingested_files/ingest_batch_id=<id>``) that hold a parquet file.
     """
-    from python_udfs import raw_tables
-
-    return raw_tables.committed_batches(lake_root / "raw" / "raw_ingested_files")
+    manifest = lake_root / "raw" / "raw_ingested_files"
+    if not manifest.is_dir():
+        return []
+    return sorted(
+        folder.name.split("=", 1)[1]
+        for folder in manifest.glob("ingest_batch_id=*")
+        if any(folder.glob("*.parquet"))
+    )
 
 
 def project_fingerprint(project_dir: Path, extra_vars: Mapping[str, Any]) -> str:

@@ -800,24 +800,16 @@ def sql(config: ProjectConfig, query: str, as_json: bool) -> int:
     decimals as text) and nothing else. Otherwise a table on a terminal, and tab-separated
     lines (:func:`tab_separated`) when stdout is a pipe or a file. A query Spark refuses (a
     syntax error, a table that is not there) prints one line with Spark's error class and
-    message on stderr and returns 1; on a lake with no built marts the line says so. While
-    another process holds the lake (a run), the query reads through that process's metastore
-    server (:func:`python_udfs.spark.reader_session`): the last committed version of each
-    table, without waiting.
+    message on stderr and returns 1; on a lake with no built marts the line says so.
     """
     import logging
 
     from pyspark.errors import PySparkException
 
-    from python_udfs.spark import LakeInUse, get_spark, reader_session
+    from python_udfs.spark import get_spark
 
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)  # the line below says it
-    try:
-        spark = get_spark(config.lake_root)
-    except LakeInUse as busy:  # a run holds the lake: read through its metastore server
-        if busy.metastore_port is None:
-            raise
-        spark = reader_session(config.lake_root, busy.metastore_port)
+    spark = get_spark(config.lake_root)
     try:
         result = spark.sql(query)
         columns, rows = result.columns, result.collect()

@@ -19,8 +19,6 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from python_udfs.records import ConfigError
-
 #: The JVM's log configuration: errors only, on stderr (``CDC_SPARK_LOG_LEVEL`` raises it).
 LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
 
@@ -69,159 +67,9 @@ def extra_spark_conf(text: str) -> dict[str, str]:
     return conf
 
 
-def delta_packages() -> tuple[str, ...]:
-    """Return the Maven coordinates of the Delta Lake jars this environment's Spark loads.
-
-    Derived from the pinned Python packages (``pyproject.toml``, ``requirements.lock``): the
-    ``delta-spark`` release and pyspark's major.minor name the artifact, as
-    ``delta.configure_spark_with_delta_pip`` names it (``io.delta:delta-spark_4.2_2.13:4.4.0``),
-    so the jars cannot drift from the Python packages. ``delta-storage`` is its one runtime
-    dependency that pyspark does not ship (ADR 0018).
-    """
-    import importlib.metadata
-
-    import pyspark
-
-    delta = importlib.metadata.version("delta_spark")
-    spark = ".".join(pyspark.__version__.split(".")[:2])
-    return (f"io.delta:delta-spark_{spark}_2.13:{delta}", f"io.delta:delta-storage:{delta}")
-
-
-def jar_folder() -> Path:
-    """Return where ``make install`` puts the Delta jars: ``<sys.prefix>/share/cdc_changelog/jars``."""
-    return Path(sys.prefix) / "share" / "cdc_changelog" / "jars"
-
-
-def _jar_name(coordinates: str) -> str:
-    """``group:artifact:version`` → ``artifact-version.jar`` (the name Maven copies it under)."""
-    _group, artifact, version = coordinates.split(":")
-    return f"{artifact}-{version}.jar"
-
-
-def delta_jars() -> list[Path]:
-    """Return the Delta jars of :func:`delta_packages` in :func:`jar_folder`.
-
-    Raises ConfigError naming the missing jar and the fix (``make install``, which fetches them
-    once: runs need no network afterwards).
-    """
-    from python_udfs.config import ConfigError
-
-    jars = [jar_folder() / _jar_name(c) for c in delta_packages()]
-    missing = [j for j in jars if not j.is_file()]
-    if missing:
-        raise ConfigError(
-            f"{missing[0]} not found: the Delta Lake jars are fetched by `make install` "
-            "(python -m python_udfs.spark --fetch-jars)"
-        )
-    return jars
-
-
-def derby_packages() -> tuple[str, ...]:
-    """Return the Maven coordinates of Derby's network server and client for pyspark's Derby.
-
-    The version is that of the ``derby-<version>.jar`` pyspark ships (the embedded metastore's
-    engine): the server runs inside the JVM that holds the lake, the client in a reader's JVM
-    (:func:`reader_session`, ADR 0018).
-    """
-    import pyspark
-
-    (engine,) = (Path(pyspark.__file__).parent / "jars").glob("derby-[0-9]*.jar")
-    version = engine.stem.removeprefix("derby-")
-    return (f"org.apache.derby:derbynet:{version}", f"org.apache.derby:derbyclient:{version}")
-
-
-def derby_jars() -> list[Path]:
-    """Return the jars of :func:`derby_packages` in ``<jar_folder>/derby``.
-
-    Raises ConfigError naming the missing jar and the fix (``make install``).
-    """
-    from python_udfs.config import ConfigError
-
-    jars = [jar_folder() / "derby" / _jar_name(c) for c in derby_packages()]
-    missing = [j for j in jars if not j.is_file()]
-    if missing:
-        raise ConfigError(
-            f"{missing[0]} not found: Derby's network server and client are fetched by "
-            "`make install` (python -m python_udfs.spark --fetch-jars)"
-        )
-    return jars
-
-
-def fetch_delta_jars() -> list[Path]:
-    """Copy the jars of :func:`delta_packages` and :func:`derby_packages` from Maven Central.
-
-    Into :func:`jar_folder` (Derby's into its ``derby`` folder). Runs ``mvn dependency:copy``
-    (Maven's own resolution and local repository) for each jar not there yet; called by ``make
-    install``. Returns every jar. Raises RuntimeError with Maven's output when a jar cannot be
-    fetched.
-    """
-    import subprocess
-
-    wanted = [(jar_folder(), c) for c in delta_packages()]
-    wanted += [(jar_folder() / "derby", c) for c in derby_packages()]
-    for folder, coordinates in wanted:
-        folder.mkdir(parents=True, exist_ok=True)
-        if (folder / _jar_name(coordinates)).is_file():
-            continue
-        done = subprocess.run(
-            [
-                "mvn",
-                "--batch-mode",
-                "--quiet",
-                "dependency:copy",
-                f"-Dartifact={coordinates}",
-                f"-DoutputDirectory={folder}",
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"mvn could not fetch {coordinates}:\n{done.stdout[-3000:]}")
-    return delta_jars() + derby_jars()
-
-
-#: Delta Lake's settings: its SQL extension (MERGE, time travel, ``DESCRIBE DETAIL``) and its
-#: catalog over Spark's own, so ``using delta`` tables live in the Hive metastore (Delta's own
-#: documentation, "Configure SparkSession"). A table's state is computed in 2 partitions
-#: instead of 50 (a small lake on 2 cores; each of a run's queries reads its tables' logs).
-DELTA_CONF = {
-    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-    "spark.databricks.delta.snapshotPartitions": "2",
-}
-
-
-def _class_path() -> str:
-    """Return the jars of :func:`delta_jars` and :func:`derby_jars` as a Java class path."""
-    return ":".join(str(j) for j in delta_jars() + derby_jars())
-
-
-def _metastore_server(lake: Path) -> str:
-    """Return the JVM options that serve the lake's Derby metastore to other JVMs ('' if none).
-
-    When this process holds the lake (:func:`lock_lake`), the embedded Derby engine also
-    starts its network server on loopback, on the port the lock file names, so that a reader
-    in another JVM opens the same metastore while a run works (:func:`reader_session`).
-    """
-    held = _LAKE_LOCKS.get(lake)
-    if held is None:
-        return ""
-    return (
-        "-Dderby.drda.startNetworkServer=true -Dderby.drda.host=127.0.0.1 "
-        f"-Dderby.drda.portNumber={held[1]} "
-    )
-
-
 def _engine_conf(lake: Path) -> dict[str, str]:
     """Return the embedded engine's own settings for an absolute lake root (:func:`spark_conf`)."""
     return {
-        # Delta's jars and Derby's network server on the JVM's own class path (not spark.jars):
-        # a Thrift Server's query threads find the delta data source there, Derby's engine its
-        # network server, and the class archive maps their classes
-        "spark.driver.extraClassPath": _class_path(),
-        "spark.executor.extraClassPath": _class_path(),
-        **DELTA_CONF,
         "spark.master": os.environ.get("CDC_SPARK_MASTER", "local[*]"),
         "spark.app.name": "cdc_changelog",
         "spark.driver.memory": os.environ.get("CDC_SPARK_DRIVER_MEMORY", "4g"),
@@ -239,7 +87,6 @@ def _engine_conf(lake: Path) -> dict[str, str]:
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={lake} -Dderby.stream.error.file={lake / 'derby.log'} "
             f"-Dlog4j2.configurationFile={LOG4J2_CONFIG} "
-            + _metastore_server(lake)
             + _garbage_collector(os.environ.get("CDC_SPARK_JAVA_OPTIONS", ""))
             + _class_sharing(os.environ.get("CDC_SPARK_JAVA_OPTIONS", ""))
             + os.environ.get("CDC_SPARK_JAVA_OPTIONS", "")
@@ -315,22 +162,20 @@ def class_archive_path() -> Path | None:
 
 
 #: What the JVM that writes the class archive runs before it exits: the kinds of statement a
-#: ``cdc run`` sends (a Hive database, partitioned Delta tables created, replaced, merged, read
-#: as a change feed and written with dynamic partition overwrite, windows over structs and maps, higher-order functions, a
+#: ``cdc run`` sends (a Hive database, partitioned parquet tables created, written with dynamic
+#: partition overwrite and repaired, windows over structs and maps, higher-order functions, a
 #: broadcast semi-join, an anti-join, views, the catalog listings dbt sends, an Arrow batch
 #: through a Python worker). Each class loaded here is one later JVMs map from the archive.
 _ARCHIVE_WORKLOAD = (
     "create database if not exists warm",
     "create table warm.a (k string, v map<string, string>, n bigint,"
-    " s struct<f: string, o: bigint>, p string) using delta partitioned by (p)"
-    " tblproperties (delta.enableChangeDataFeed = true)",
+    " s struct<f: string, o: bigint>, p string) using parquet partitioned by (p)",
     "insert into warm.a select cast(id % 100 as string), map('a', cast(id as string)), id,"
     " named_struct('f', 'x', 'o', id), cast(id % 3 as string) from range(20000)",
+    "msck repair table warm.a",
     "refresh table warm.a",
     "show partitions warm.a",
-    "describe detail warm.a",
-    "alter table warm.a set tblproperties ('cdc.warm' = '1')",
-    "create or replace table warm.b using delta partitioned by (p) as select k,"
+    "create table warm.b using parquet partitioned by (p) as select k, p,"
     " last(named_struct('v', v), true) over w as lv, row_number() over w as rn,"
     " count(*) over (partition by k) as c, size(collect_set(n) over (partition by k)) as cs,"
     " to_json(array_sort(map_entries(v))) as j, transform(map_keys(v), x -> upper(x)) as t,"
@@ -340,7 +185,7 @@ _ARCHIVE_WORKLOAD = (
     " order by n rows between unbounded preceding and unbounded following) as fb,"
     " xxhash64(k) as h, sha2(k, 256) as sh, to_timestamp('2024-01-01 00:00:00') as ts,"
     " regexp_extract(k, '[0-9]+', 0) as rx, conv(substr('0f', 1, 1), 16, 10) as cv,"
-    " from_json('{\"a\": \"b\"}', 'map<string, string>') as fj, p"
+    " from_json('{\"a\": \"b\"}', 'map<string, string>') as fj"
     " from warm.a window w as (partition by k order by n)",
     "insert overwrite table warm.b partition (p) select k, lv, rn, c, cs, j, t, ac, mf, ms, fb,"
     " h, sh, ts, rx, cv, fj, p from warm.b where rn > 1",
@@ -349,9 +194,6 @@ _ARCHIVE_WORKLOAD = (
     "select a.k from warm.a as a left anti join warm.b as b on a.k = b.k and a.p = b.p"
     " union all select k from warm.b except select k from warm.a",
     "select * from warm.a where (k, p) in (select k, p from warm.b)",
-    "merge into warm.a as t using (select * from warm.a where n < 100) as s on t.n = s.n"
-    " when matched then update set * when not matched then insert *",
-    "select count(*) from table_changes('warm.a', 0)",
     "create or replace view warm.v as select * from warm.b",
     "select count(*) from warm.v",
     "show tables in warm",
@@ -458,44 +300,22 @@ def thrift_server_command(lake_root: Path, port: int, host: str = "127.0.0.1") -
     return command + ["spark-internal"]
 
 
-#: Open lock files of the lakes this process holds (kept open until the process exits), with
-#: the port of the lake's metastore server: ``lake → (handle, port)``.
-_LAKE_LOCKS: dict[Path, tuple[Any, int]] = {}
-
-
-def _free_port() -> int:
-    """Return a loopback TCP port that nothing listens on now (the kernel's choice)."""
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class LakeInUse(ConfigError):
-    """The lake's lock is held by another process (a ConfigError: the CLI exits 2).
-
-    ``metastore_port`` is the loopback port where that process serves the lake's Derby
-    metastore (:func:`reader_session`), or None when its lock line names none.
-    """
-
-    def __init__(self, message: str, metastore_port: int | None) -> None:
-        super().__init__(message)
-        self.metastore_port = metastore_port
+#: Open lock files of the lakes this process holds (kept open until the process exits).
+_LAKE_LOCKS: dict[Path, Any] = {}
 
 
 def lock_lake(lake_root: Path, inheritable: bool = False) -> None:
     """Hold ``<lake_root>/.cdc.lock`` (an exclusive ``flock``) until this process exits.
 
-    Two runs writing the same tables would race: a second writing ``cdc`` process on the same
-    lake stops at once with one message instead of failing midway. The holder serves the
-    lake's Derby metastore on a free loopback port, which its lock line names (``metastore on
-    127.0.0.1:<port>``), so readers need no lock (:func:`reader_session`). The operating
-    system releases the lock when the process ends, killed or not. ``inheritable`` keeps it
-    across ``exec`` (the Thrift Server). Raises :class:`LakeInUse` naming the lake and the
-    process that holds it.
+    The embedded Derby metastore admits one JVM, and two runs writing the same state tables
+    would race: a second ``cdc`` process on the same lake stops at once with one message
+    instead of failing midway in Derby. The operating system releases the lock when the
+    process ends, killed or not. ``inheritable`` keeps it across ``exec`` (the Thrift Server).
+    Raises ConfigError naming the lake and the process that holds it.
     """
     import fcntl
+
+    from python_udfs.config import ConfigError
 
     lake = lake_root.resolve()
     if lake in _LAKE_LOCKS:
@@ -509,24 +329,19 @@ def lock_lake(lake_root: Path, inheritable: bool = False) -> None:
     except BlockingIOError as exc:
         holder = _lock_holder(handle)
         handle.close()
-        port = re.search(r"; metastore on 127\.0\.0\.1:(\d+)$", holder)
-        raise LakeInUse(
-            f"{lake}: the lake is in use by {holder.split('; metastore')[0]}. Wait for it to "
-            "finish (or stop the Thrift Server on this lake), then run again.",
-            int(port.group(1)) if port else None,
+        raise ConfigError(
+            f"{lake}: the lake is in use by {holder}. Wait for it to finish (or stop the "
+            "Thrift Server on this lake), then run again."
         ) from exc
-    port = _free_port()
     # one write, then cut what an earlier holder's longer line left after it: a process that
     # reads while this one holds the lock sees a whole first line, never an empty file
     handle.seek(0)
-    handle.write(
-        f"cdc process {os.getpid()} ({' '.join(sys.argv[:3])}); metastore on 127.0.0.1:{port}\n"
-    )
+    handle.write(f"cdc process {os.getpid()} ({' '.join(sys.argv[:3])})\n")
     handle.flush()
     handle.truncate()
     if inheritable:
         os.set_inheritable(handle.fileno(), True)
-    _LAKE_LOCKS[lake] = (handle, port)
+    _LAKE_LOCKS[lake] = handle
 
 
 def _lock_holder(handle, wait_seconds: float = 2.0) -> str:
@@ -592,59 +407,6 @@ def get_spark(lake_root: Path) -> SparkSession:
     return spark
 
 
-def held_metastore_port(lake_root: Path) -> int | None:
-    """Return the port of the metastore server of the process that holds the lake, or None.
-
-    Read from the lock line (:func:`lock_lake`) without taking the lock, and checked by a
-    connection to the port: a line left by a process that has ended names a port nothing
-    answers on, which gives None.
-    """
-    import socket
-
-    try:
-        line = (lake_root.resolve() / ".cdc.lock").read_text(encoding="utf-8")
-    except OSError:
-        return None
-    found = re.search(r"; metastore on 127\.0\.0\.1:(\d+)$", line.strip())
-    if not found:
-        return None
-    port = int(found.group(1))
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-    except OSError:
-        return None
-    return port
-
-
-def reader_session(lake_root: Path, metastore_port: int) -> SparkSession:
-    """Create a SparkSession that reads the lake while another process holds it (a run).
-
-    The lake's metastore is opened through the holder's Derby network server on loopback
-    port ``metastore_port`` (:func:`lock_lake` names it) instead of embedded, so this JVM takes
-    no lock, and Delta gives every query the last committed version of each table it reads
-    (ADR 0018). The other settings are the embedded engine's (:func:`spark_conf`). Meant for
-    reading: a table written from here while a run writes it may make one of the two commits
-    fail. Raises ConfigError when there is no Java.
-    """
-    if SparkSession.getActiveSession() is None:
-        java_executable()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = spark_conf(lake_root)
-    conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
-        f"jdbc:derby://127.0.0.1:{metastore_port}/{lake_root.resolve() / 'metastore_db'}"
-    )
-    conf["spark.hadoop.javax.jdo.option.ConnectionDriverName"] = (
-        "org.apache.derby.jdbc.ClientDriver"
-    )
-    conf["spark.app.name"] = "cdc_changelog_reader"
-    builder = SparkSession.builder.enableHiveSupport()
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("CDC_SPARK_LOG_LEVEL", "ERROR"))
-    return spark
-
-
 def _start_metastore(spark: SparkSession) -> None:
     """Open the Hive metastore client (Derby) of ``spark`` by listing its databases."""
     with contextlib.suppress(Exception):  # dbt's first query meets the same error and names it
@@ -673,9 +435,6 @@ def open_metastore_in_background(spark: SparkSession) -> threading.Thread:
 if __name__ == "__main__":  # python -m python_udfs.spark: write the class archive (make install)
     if sys.argv[1:2] == ["--workload"]:
         _run_archive_workload(Path(sys.argv[2]))
-    elif sys.argv[1:2] == ["--fetch-jars"]:
-        for jar in fetch_delta_jars():
-            print(f"jar {jar}")
     else:
         import time
 

@@ -41,7 +41,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from python_udfs import build_state, raw_tables
+from python_udfs import build_state
 from python_udfs.config import ConfigError, ProjectConfig
 from python_udfs.feed_format import (
     BOOL,
@@ -815,50 +815,56 @@ class Stager:
         return self.raw_root / table
 
     def ensure_tables(self) -> None:
-        """Create every raw table's Delta table if it has none (:func:`raw_tables.ensure_table`).
+        """Create every raw table's folder with an empty schema partition if it has none.
 
-        Written with delta-rs (no Spark job): a table has its schema before it has data.
+        One empty parquet file per table, in partition :data:`SCHEMA_PARTITION`, written with
+        pyarrow (no Spark job) under a temporary name and renamed into place, so a table has
+        its schema before it has data.
         """
         for table in RAW_TABLES:
-            raw_tables.ensure_table(self._table_path(table), arrow_schema(table))
+            folder = self._table_path(table) / f"ingest_batch_id={SCHEMA_PARTITION}"
+            if not (folder.is_dir() and any(folder.glob("*.parquet"))):
+                empty = arrow_schema(table).empty_table()
+                _write_file_in_place(empty, folder, "part-00000-schema.parquet")
 
     def committed_batches(self) -> set[str]:
-        """Return the ids of batches whose manifest rows were committed (committed batches).
+        """Return the ids of batches whose manifest rows were written (committed batches).
 
-        Read from the manifest's Delta log (:func:`build_state.committed_batches`, no Spark
-        job); the partition of the schema file an earlier version wrote is left out.
+        Read from the manifest's partition folders (:func:`build_state.committed_batches`, no
+        Spark job), without the schema partition.
         """
         return set(build_state.committed_batches(self.config.lake_root)) - {SCHEMA_PARTITION}
 
     def read_table(self, table: str):
-        """Return a raw table's current Delta version as a DataFrame (all batches)."""
-        return self.spark.read.format("delta").load(str(self._table_path(table)))
+        """Return a raw table as a DataFrame read from its parquet folder (all batches)."""
+        return self.spark.read.option("mergeSchema", "false").parquet(str(self._table_path(table)))
 
     def manifest(self) -> dict[tuple[str, str], dict[str, Any]]:
         """Return the latest manifest row of every ``(feed, source_file)`` (restages aside).
 
-        Read with delta-rs from the manifest's current Delta version on the driver (a few rows
-        per ingested file; no Spark job). Each row also holds ``ingest_batch_id`` and
+        Read with pyarrow from the committed batches' partition folders on the driver (a few
+        rows per ingested file; no Spark job). Each row also holds ``ingest_batch_id`` and
         ``mtime_us`` (the file's modification time in microseconds since 1970, UTC);
         timestamps are aware UTC datetimes.
         """
+        import pyarrow.parquet as pq
+
         folder = self._table_path("raw_ingested_files")
         latest: dict[tuple[str, str], dict[str, Any]] = {}
-        if not raw_tables.is_delta(folder):
-            return latest
-        table = raw_tables.read(folder)
-        for i, field_ in enumerate(table.schema):
-            if pa.types.is_timestamp(field_.type):
-                utc = pa.timestamp("us", tz="UTC")
-                table = table.set_column(i, field_.name, table.column(i).cast(utc))
-        # a later batch replaces an earlier row
-        table = table.sort_by([("ingest_batch_id", "ascending"), ("byte_start", "ascending")])
-        for row in table.to_pylist():
-            if row["status"] == RESTAGED or row["ingest_batch_id"] == SCHEMA_PARTITION:
-                continue
-            mtime = row["modification_time"]
-            row["mtime_us"] = (mtime - UNIX_EPOCH) // dt.timedelta(microseconds=1)
-            latest[(row["feed"], row["source_file"])] = row
+        for batch in sorted(self.committed_batches()):  # a later batch replaces an earlier row
+            for path in sorted((folder / f"ingest_batch_id={batch}").glob("*.parquet")):
+                table = pq.read_table(path)
+                for i, field_ in enumerate(table.schema):
+                    if pa.types.is_timestamp(field_.type):
+                        utc = pa.timestamp("us", tz="UTC")
+                        table = table.set_column(i, field_.name, table.column(i).cast(utc))
+                for row in table.to_pylist():
+                    if row["status"] == RESTAGED:
+                        continue
+                    mtime = row["modification_time"]
+                    row["ingest_batch_id"] = batch
+                    row["mtime_us"] = (mtime - UNIX_EPOCH) // dt.timedelta(microseconds=1)
+                    latest[(row["feed"], row["source_file"])] = row
         return latest
 
     def metadata_rows(self, batches: set[str]) -> list[dict[str, Any]]:
@@ -1148,18 +1154,16 @@ class Stager:
         return self._commit_batch(summary, candidates, committed)
 
     def _write_manifest(self, batch_id: str, manifest: pa.Table, ingested_at) -> None:
-        """Write and commit batch ``batch_id``'s manifest rows: the commit of the batch.
+        """Write batch ``batch_id``'s manifest rows: the commit of the batch.
 
-        One parquet file in ``raw_ingested_files/ingest_batch_id=<batch_id>/``, added to the
-        manifest's Delta table by one commit (:func:`raw_tables.commit_partition`), so a kill
-        leaves all of the batch's manifest rows or none.
+        One parquet file, written under a ``_``-prefixed temporary name and renamed into
+        ``raw_ingested_files/ingest_batch_id=<batch_id>/``, so a kill leaves all of the
+        batch's manifest rows or none (readers skip ``_`` files; ``build_state`` counts a
+        batch committed once its folder holds a ``.parquet`` file).
         """
         manifest = _stamped(_conform(manifest, arrow_schema("raw_ingested_files")), ingested_at)
-        table = self._table_path("raw_ingested_files")
-        _write_file_in_place(
-            manifest, table / f"ingest_batch_id={batch_id}", "part-00000-manifest.parquet"
-        )
-        raw_tables.commit_partition(table, batch_id)
+        folder = self._table_path("raw_ingested_files") / f"ingest_batch_id={batch_id}"
+        _write_file_in_place(manifest, folder, "part-00000-manifest.parquet")
 
     def _commit_batch(
         self, summary: StageSummary, candidates: list[Candidate], committed: set[str]
@@ -1248,10 +1252,6 @@ class Stager:
         manifest = manifest.sort_by(
             [(c, "ascending") for c in RAW_SORT_ORDER if c in manifest.column_names]
         )
-        # one Delta commit per raw table that has rows in this batch, the manifest's last
-        for table in RAW_TABLES:
-            if table != "raw_ingested_files":
-                raw_tables.commit_partition(self._table_path(table), batch_id)
         self.log(f"  committing batch {batch_id}: its manifest rows")
         self._write_manifest(batch_id, manifest, ingested_at)
         reasons: dict[str, collections.Counter] = {}

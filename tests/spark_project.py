@@ -12,9 +12,9 @@ import threading
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 
 from python_udfs.config import CDC_COLUMNS_HEADER, CDC_TABLES_HEADER
-from python_udfs.spark import jar_folder
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -80,16 +80,13 @@ def cli_env(landing: Path, lake: Path) -> dict[str, str]:
     """The environment of a ``cdc`` CLI subprocess on ``landing`` and ``lake``: this checkout
     first on ``PYTHONPATH``, so the subprocess runs this checkout's ``python_udfs`` even when the
     virtualenv's editable install points at another checkout (a venv shared between two clones),
-    the Delta jars of this venv for a plain ``dbt`` (``CDC_DELTA_JARS``, profiles.yml), and 200
-    columns for the summary table."""
+    and 200 columns for the summary table."""
     path = os.environ.get("PYTHONPATH", "")
     return {
         **os.environ,
         "PYTHONPATH": str(REPO) + (os.pathsep + path if path else ""),
         "CDC_LANDING_ROOT": str(landing),
         "CDC_LAKE_ROOT": str(lake),
-        # a plain `dbt` of a project copied elsewhere finds the venv's Delta jars (profiles.yml)
-        "CDC_DELTA_JARS": str(jar_folder() / "*"),
         "COLUMNS": "200",
     }
 
@@ -159,43 +156,32 @@ def run_results(project: Path) -> dict[str, str]:
 
 
 def read_mart(lake: Path, table: str, schema: str = "cdc") -> list[dict]:
-    """Read a built mart's current Delta version by path, as a second process would (delta-rs).
+    """Read a built mart straight from its parquet files in the warehouse.
 
-    Partition columns come as text (a boolean as ``true``/``false``), after the other columns,
+    Partition columns (``name=value`` folders) are added as text, after the file's columns,
     except a ``*_generation`` partition: it names the run that wrote the rows, which differs
     between runs that must agree on them.
     """
-    from deltalake import DeltaTable
-
-    delta = DeltaTable(str(lake / "warehouse" / f"{schema}.db" / table))
-    keys = list(delta.metadata().partition_columns)
-    data = delta.to_pyarrow_table()
-    for key in keys:
-        column = data.column(key)
-        if pa.types.is_boolean(column.type):
-            text = pa.array(
-                [None if v is None else ("true" if v else "false") for v in column.to_pylist()],
-                pa.string(),
-            )
-        else:
-            text = column.cast(pa.string())
-        data = data.drop_columns([key])
-        if not key.endswith("_generation"):
-            data = data.append_column(key, text)
+    path = lake / "warehouse" / f"{schema}.db" / table
+    files = [
+        p.relative_to(path)
+        for p in sorted(path.rglob("*.parquet"))
+        if not any(part.startswith((".", "_")) for part in p.relative_to(path).parts)
+    ]
+    keys = [part.split("=", 1)[0] for part in files[0].parts[:-1] if "=" in part] if files else []
+    partitioning = (
+        ds.partitioning(pa.schema([(key, pa.string()) for key in keys]), flavor="hive")
+        if keys
+        else None
+    )
+    data = ds.dataset(str(path), format="parquet", partitioning=partitioning).to_table()
+    data = data.drop_columns([key for key in keys if key.endswith("_generation")])
     rows = data.to_pylist()
     for row in rows:
         for key, value in row.items():
             if isinstance(value, list) and value and isinstance(value[0], tuple):
                 row[key] = dict(value)
     return rows
-
-
-def read_raw(lake: Path, table: str) -> list[dict]:
-    """Read a raw table's current Delta version by path (delta-rs): the committed batches'
-    rows, with ``ingest_batch_id``."""
-    from deltalake import DeltaTable
-
-    return DeltaTable(str(lake / "raw" / table)).to_pyarrow_table().to_pylist()
 
 
 #: Names from the data that once broke scaffolding, the dbt parse or Spark SQL (issue 14): a

@@ -4,25 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
-from python_udfs import build_state, raw_tables
-from python_udfs.staging import arrow_schema
+from python_udfs import build_state
 from tests.spark_project import make_project
 
 
-def _write_batch(lake: Path, batch: str) -> Path:
-    """Write a manifest file of ``batch`` into the manifest's Delta table folder, uncommitted."""
-    table = lake / "raw" / "raw_ingested_files"
-    raw_tables.ensure_table(table, arrow_schema("raw_ingested_files"))
-    folder = table / f"ingest_batch_id={batch}"
-    folder.mkdir(parents=True)
-    pq.write_table(arrow_schema("raw_ingested_files").empty_table(), folder / "part-0.parquet")
-    return table
-
-
 def _commit_batch(lake: Path, batch: str) -> None:
-    raw_tables.commit_partition(_write_batch(lake, batch), batch)
+    folder = lake / "raw" / "raw_ingested_files" / f"ingest_batch_id={batch}"
+    folder.mkdir(parents=True)
+    (folder / "part-0.parquet").write_bytes(b"PAR1")
 
 
 def test_fingerprint_follows_committed_batches_project_files_vars_and_target(tmp_path, monkeypatch):
@@ -32,10 +21,10 @@ def test_fingerprint_follows_committed_batches_project_files_vars_and_target(tmp
     assert build_state.build_fingerprint(project, lake, {}) == first
     first_project = build_state.project_fingerprint(project, {})
 
-    # a batch whose manifest file was written but not committed to the Delta table is a batch
-    # killed before its commit: not committed
-    _write_batch(lake, "20240101T000000000000")
-    assert build_state.committed_batches(lake) == []
+    # a batch folder without a parquet file is a batch killed before its manifest: not committed
+    (lake / "raw" / "raw_ingested_files" / "ingest_batch_id=20240101T000000000000").mkdir(
+        parents=True
+    )
     assert build_state.build_fingerprint(project, lake, {}) == first
     _commit_batch(lake, "20240102T000000000000")
     assert build_state.committed_batches(lake) == ["20240102T000000000000"]

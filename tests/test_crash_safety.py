@@ -52,7 +52,7 @@ STAGING = "decoding "
 #: After the raw tables of the batch are written, while its manifest rows (the commit) are.
 COMMITTING = "committing batch "
 BEFORE_KEY_STATE = "START sql incremental model cdc.int_key_state"
-BEFORE_CURRENT_STATE = "START sql incremental model cdc.current_state"
+BEFORE_CURRENT_STATE = "START sql table model cdc.current_state"
 BEFORE_STAGED_BATCHES = "START sql incremental model cdc.int_staged_batches"
 #: Per landing round, the kill points of its runs; a last run completes the round. The second
 #: round kills before the staging watermark moves: change_log and pending_changes are written,

@@ -6,13 +6,15 @@
     current version, a SET (INSERT, LOAD, the new key of a key change) or a REMOVE (DELETE, the
     old key of a key change, a table reset) starts a segment, an UPDATE (OVERLAY) continues it.
     Partitioned by is_key_change, so that int_history_versions reads the key changes' events
-    alone cheaply. A Delta table, it has no buckets (Delta Lake does not bucket; ADR 0018):
-    int_history_versions's windows shuffle its rows by key.
+    alone cheaply, and bucketed by key (var cdc_apply_buckets), so that int_history_versions
+    reads each key's events from one bucket and its windows shuffle nothing.
 -#}
 
 {{ config(
     materialized='table',
     partition_by=['is_key_change'],
+    clustered_by=['feed', 'source_schema', 'source_table', 'primary_key'],
+    buckets=var('cdc_apply_buckets'),
 ) }}
 
 {%- set watermark = cdc_state_watermark() %}

@@ -201,7 +201,8 @@ lineaged as (
 
 lineage_sequenced as (
     -- every window over lineages partitions by the lineage's key alone and orders by segment
-    -- first: one shuffle and one sort serve them all
+    -- first: one shuffle (none without key changes: int_apply_events is bucketed by key) and one
+    -- sort serve them all
     select
         *,
         row_number() over (

@@ -1,9 +1,7 @@
 {#-
     One row per key ever seen (deleted keys included): its current version, the order of the
-    last event applied to it, how many versions the history mart holds for it (version_count),
-    the generation of the last run that applied a change to it (touched_generation: what
-    current_state merges) and the generation whose change_log rows it includes
-    (state_generation). Each run rewrites
+    last event applied to it, how many versions the history mart holds for it (version_count)
+    and the generation whose change_log rows it includes (state_generation). Each run rewrites
     it from the previous state (keys not touched) and this run's current versions in
     int_history_versions, then records its generation as the table property
     cdc.state_generation (post-hook): the watermark of the next run, read from the metastore
@@ -35,7 +33,6 @@ touched_state as (
         last_event_order,
         rebuilt_generation,
         version_count,
-        '{{ generation }}' as touched_generation,
         feed
     from computed_versions
 ),
@@ -50,7 +47,6 @@ untouched_state as (
         previous_state.last_event_order,
         previous_state.rebuilt_generation,
         previous_state.version_count,
-        previous_state.touched_generation,
         previous_state.feed
     from {{ this }} as previous_state
     left anti join touched_state
@@ -82,7 +78,6 @@ final as (
         rebuilt_generation,
         version_count,
         '{{ generation }}' as state_generation,
-        touched_generation,
         feed
     from key_state
 )
