@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 
 __all__ = [
     "canonical_bool",
@@ -90,7 +90,9 @@ def canonical_decimal(value: object, scale: int) -> str:
     if not number.is_finite():
         raise ValueError(f"{value!r} is not a finite decimal")
     quantum = Decimal(1).scaleb(-scale)
-    quantized = number.quantize(quantum)
+    with localcontext() as context:  # the result's digits, beyond the default 28 if need be
+        context.prec = max(context.prec, number.adjusted() + scale + 2)
+        quantized = number.quantize(quantum)
     if quantized != number:
         raise ValueError(f"{value!r} has more than {scale} fraction digits")
     text = format(quantized, "f")
