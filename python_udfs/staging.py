@@ -660,8 +660,10 @@ class Gunzipped:
             but zero padding after it); else ``(reason, message, excerpt)``: ``truncated_gzip``
             for a stream that ends before its end-of-stream marker (a dump still being written,
             or cut), ``bad_gzip`` for bytes that do not decompress (not gzip at all, a damaged
-            member, a wrong CRC-32); ``data`` holds what decompressed before that point, and
-            ``excerpt`` up to 200 bytes of the compressed file from there, uppercase hex.
+            member, a wrong CRC-32); ``data`` holds what decompressed before that point.
+            ``excerpt`` is, for ``bad_gzip``, up to 200 bytes of the compressed file from
+            there, uppercase hex; empty for ``truncated_gzip`` (its reject shows the
+            incomplete record instead, :func:`_cut_reject`).
     """
 
     data: bytearray
