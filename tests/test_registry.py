@@ -30,10 +30,10 @@ def _macro_list(path: Path, macro: str) -> list[str]:
 
 
 def test_the_dbt_format_list_and_raw_tables_are_the_registry_s():
-    formats = _macro_list(REPO / "macros" / "seeds.sql", "cdc_format_names")
+    formats = _macro_list(REPO / "macros" / "cdc_format_names.sql", "cdc_format_names")
     assert formats == list(FORMATS)
     shared = ["raw_ingested_files", "raw_rejects", "raw_metadata"]
-    register = (REPO / "macros" / "register_raw_tables.sql").read_text(encoding="utf-8")
+    register = (REPO / "macros" / "cdc_raw_table_names.sql").read_text(encoding="utf-8")
     assert all(f"'{name}'" in register for name in shared)
     assert set(RAW_TABLES) == set(shared) | {f"raw_{name}" for name in formats}
 

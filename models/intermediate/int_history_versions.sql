@@ -155,8 +155,7 @@ lineaged as (
 {#- and a lineage's order is its key's event order, seq: a segment starts at an event and runs
     to the next segment's start in seq order (int_apply_events), so ordering by segment first
     changes nothing (the same rows, checked on the peer's 1 M events). Naming seq lets every
-    window below share one sort of the events: two sorts less, which on those events took the
-    query from 29.2 to 23.5 s as a JVM's first (mean of three), and changed nothing warm (9 s) -#}
+    window below share one sort of the events: two sorts less (ADR 0008) -#}
 {%- set lineage_sort_columns = 'lineage_segment, event_class, event_order, event_rank, kind, primary_key'
     if plans_key_changes else 'seq' %}
 {%- set lineage_order_column = 'lineage_seq' if plans_key_changes else 'seq' %}

@@ -9,7 +9,7 @@
     a typed per-table view reads its own table's folder only, whatever the number of tables.
     The names themselves are not partition values: names from the data may be longer than a
     folder name or a metastore partition value can be, or hold characters a path escapes. Not shuffled by table before the
-    write (that cost 5 to 24 s at 5 M events): int_key_state is partitioned by feed, so each
+    write (ADR 0009): int_key_state is partitioned by feed, so each
     table's folder gets the files of its feed's few tasks.
 -#}
 

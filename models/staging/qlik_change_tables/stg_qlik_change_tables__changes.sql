@@ -53,7 +53,7 @@ paired as (
     -- position. Ordered by operation first: the B rows stay in delivery order among
     -- themselves, and the sort is the one the first-delivery window below needs (partition
     -- by the same columns and operation, order by delivery), so Spark sorts the rows once
-    -- for both (1 to 4 s less on the peer's 1 M events)
+    -- for both (ADR 0012)
     select
         *,
         first(case when operation = 'BEFOREIMAGE' then named_struct('data', data) end, true) over (
