@@ -242,7 +242,7 @@ print(f"BASELINE {elapsed:.3f} {rows}")
 #: the staging tables of the change feeds, summed as one entry, then the apply chain.
 APPLY_MODELS = (
     "int_changes_transaction_flagged",
-    "change_log",
+    "int_changes_logged",
     "int_history_versions",
     "int_key_state",
     "current_state",

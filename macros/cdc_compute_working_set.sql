@@ -2,7 +2,7 @@
     {#-
         The ingest batches (and records) this run's staging models read, per feed (ADR 0007), as
         rows (kind, feed, ingest_batch_id, source_file, record_offset) computed from small tables
-        (the manifest, int_staged_batches, pending_changes) when int_working_set compiles, once
+        (the manifest, int_staged_batches, int_changes_pending) when int_working_set compiles, once
         per run:
 
         - ('all', none, none, none, none): every batch of every feed: on the first run, with
@@ -14,7 +14,7 @@
         - ('new', none, batch, none, none): committed batches not yet in int_staged_batches;
         - ('from', feed, batch, file, offset): the feed's records from the first record of a
           transaction still pending (by file name, then byte offset), in the batches from the
-          earliest one holding such a record (pending_changes.transaction_first_record,
+          earliest one holding such a record (int_changes_pending.transaction_first_record,
           transaction_first_batch_id), so that open transactions are grouped again with the
           records that close them, and no transaction applied before is read in part;
         - ('from', feed, batch, file, offset): a GoldenGate feed's records from the last
@@ -30,8 +30,8 @@
     {%- endif -%}
     {%- set staged = cdc_model_relation('int_staged_batches') -%}
     {%- set trail_relation = api.Relation.create(schema=var('cdc_raw_schema'), identifier='raw_goldengate_trail') -%}
-    {%- set pending = cdc_model_relation('pending_changes') -%}
-    {%- if flags.FULL_REFRESH or staged is none or pending is none or cdc_model_relation('change_log') is none -%}
+    {%- set pending = cdc_model_relation('int_changes_pending') -%}
+    {%- if flags.FULL_REFRESH or staged is none or pending is none or cdc_model_relation('int_changes_logged') is none -%}
         {{ return([('all', none, none, none, none)]) }}
     {%- endif -%}
     {#- the feeds whose late files and trail parts the query looks for: its parts for a kind

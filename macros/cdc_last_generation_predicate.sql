@@ -1,8 +1,8 @@
 {% macro cdc_last_generation_predicate(prefix='') %}
     {#-
-        SQL predicate on applied_generation: the row was appended to change_log by the last run
+        SQL predicate on applied_generation: the row was appended to change_log (its store int_changes_logged) by the last run
         that appended any (a partition filter). 'true' when tests check all history; 'false'
         before any change was applied.
     -#}
-    {{ return(cdc_scope_predicate('change_log', prefix ~ "applied_generation = '{generation}'")) }}
+    {{ return(cdc_scope_predicate('int_changes_logged', prefix ~ "applied_generation = '{generation}'")) }}
 {% endmacro %}

@@ -155,14 +155,19 @@ def run_results(project: Path) -> dict[str, str]:
     return {r["unique_id"]: r["status"] for r in results["results"]}
 
 
+#: Marts that are views of an intermediate table with the same columns (issue 45): their rows
+#: are that table's files.
+VIEW_TABLES = {"change_log": "int_changes_logged", "pending_changes": "int_changes_pending"}
+
+
 def read_mart(lake: Path, table: str, schema: str = "cdc") -> list[dict]:
     """Read a built mart straight from its parquet files in the warehouse.
 
-    Partition columns (``name=value`` folders) are added as text, after the file's columns,
+    A mart of :data:`VIEW_TABLES` is read from the table it is a view of. Partition columns (``name=value`` folders) are added as text, after the file's columns,
     except a ``*_generation`` partition: it names the run that wrote the rows, which differs
     between runs that must agree on them.
     """
-    path = lake / "warehouse" / f"{schema}.db" / table
+    path = lake / "warehouse" / f"{schema}.db" / VIEW_TABLES.get(table, table)
     files = [
         p.relative_to(path)
         for p in sorted(path.rglob("*.parquet"))

@@ -27,8 +27,8 @@
 
 with
 
-change_log as (
-    select * from {{ ref('change_log') }}
+logged_changes as (
+    select * from {{ ref('int_changes_logged') }}
 ),
 
 table_resets as (
@@ -40,7 +40,7 @@ classified as (
 ),
 
 new_changes as (
-    select * from change_log
+    select * from logged_changes
     where applied_generation > '{{ watermark }}'
 ),
 
@@ -52,7 +52,7 @@ new_events as (
 
     rebuild_changes as (
         -- every change, for the rebuilt keys (not planned when no key is rebuilt: no scan at all)
-        select * from change_log
+        select * from logged_changes
     ),
 
     all_events as (

@@ -23,8 +23,8 @@
 
 with
 
-change_log as (
-    select * from {{ ref('change_log') }}
+logged_changes as (
+    select * from {{ ref('int_changes_logged') }}
 ),
 
 table_resets as (
@@ -50,7 +50,7 @@ previous_state as (
 ),
 
 new_changes as (
-    select * from change_log
+    select * from logged_changes
     where applied_generation > '{{ watermark }}'
 ),
 

@@ -18,8 +18,8 @@
 
 with
 
-change_log as (
-    select * from {{ ref('change_log') }}
+logged_changes as (
+    select * from {{ ref('int_changes_logged') }}
 ),
 
 key_changes as (
@@ -31,7 +31,7 @@ key_changes as (
         before_primary_key,
         primary_key,
         applied_generation
-    from change_log
+    from logged_changes
     where
         operation = 'UPDATE'
         and before_primary_key is not null

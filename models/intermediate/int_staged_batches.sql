@@ -19,8 +19,8 @@
 {%- endfor %}
 
 -- depends_on: {{ ref('int_working_set') }}
--- depends_on: {{ ref('change_log') }}
--- depends_on: {{ ref('pending_changes') }}
+-- depends_on: {{ ref('int_changes_logged') }}
+-- depends_on: {{ ref('int_changes_pending') }}
 
 with
 

@@ -6,8 +6,8 @@
 
 with
 
-change_log as (
-    select * from {{ ref('change_log') }}
+logged_changes as (
+    select * from {{ ref('int_changes_logged') }}
 ),
 
 truncates as (
@@ -20,7 +20,7 @@ truncates as (
         operation,
         cast(null as string) as load_transaction,
         applied_generation
-    from change_log
+    from logged_changes
     where operation = 'TRUNCATE' and source_table is not null
 ),
 
@@ -34,7 +34,7 @@ load_starts as (
         'LOAD' as operation,
         transaction_id as load_transaction,
         max(applied_generation) as applied_generation
-    from change_log
+    from logged_changes
     where operation = 'LOAD'
     group by feed, source_schema, source_table, transaction_id
 ),

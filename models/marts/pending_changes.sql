@@ -1,53 +1,27 @@
 {#-
-    Changes of transactions whose end has not arrived yet; a later run applies them. A run's
-    working set (ADR 0007) may read part of a transaction already applied (its later records
-    only, in the files of a transaction still pending): such a transaction looks incomplete
-    here, and its changes, already in change_log, are not pending.
+    Changes of transactions whose end has not arrived yet, for readers; a later run applies
+    them. A view of int_changes_pending, which each run rewrites and the next run's working set
+    reads (issue 45: no int model reads a mart).
 -#}
 
-with
+{{ config(materialized='view') }}
 
-changes as (
-    select * from {{ ref('int_changes_transaction_flagged') }}
-),
-
-change_log as (
-    select * from {{ ref('change_log') }}
-),
-
-incomplete_changes as (
-    select * from changes
-    where not is_transaction_complete
-),
-
-applied_changes as (
-    -- a semi-join whose small side (the incomplete changes) is broadcast
-    select change_log.change_id
-    from change_log
-    left semi join incomplete_changes on change_log.change_id = incomplete_changes.change_id
-),
-
-open_changes as (
-    select
-        incomplete_changes.change_id,
-        incomplete_changes.feed,
-        incomplete_changes.source_schema,
-        incomplete_changes.source_table,
-        incomplete_changes.change_position,
-        incomplete_changes.operation,
-        incomplete_changes.transaction_id,
-        incomplete_changes.primary_key,
-        incomplete_changes.transaction_sequence,
-        incomplete_changes.end_sequence,
-        incomplete_changes.transaction_change_count,
-        incomplete_changes.committed_at,
-        incomplete_changes.source_file,
-        incomplete_changes.record_offset,
-        incomplete_changes.ingest_batch_id,
-        incomplete_changes.transaction_first_batch_id,
-        incomplete_changes.transaction_first_record
-    from incomplete_changes
-    left anti join applied_changes on incomplete_changes.change_id = applied_changes.change_id
-)
-
-select * from open_changes
+select
+    change_id,
+    feed,
+    source_schema,
+    source_table,
+    change_position,
+    operation,
+    transaction_id,
+    primary_key,
+    transaction_sequence,
+    end_sequence,
+    transaction_change_count,
+    committed_at,
+    source_file,
+    record_offset,
+    ingest_batch_id,
+    transaction_first_batch_id,
+    transaction_first_record
+from {{ ref('int_changes_pending') }}
