@@ -1,11 +1,11 @@
 {% macro cdc_key_events(relation) %}
     {#-
-        Rows (feed, source_schema, source_table, primary_key, event) of the row events of the
+        Rows (feed, source_schema, source_table, primary_key, key_id, event) of the row events of the
         change_log rows in `relation` (a CTE name), for int_history_versions (DESIGN.md §6):
         INSERT and LOAD are SET (the row becomes the after image), UPDATE is OVERLAY, DELETE is
         REMOVE. An UPDATE whose before image has another key (before_primary_key) is a REMOVE of
         the old key and a SET of the new key with the before image overlaid by the after image;
-        the SET names the old key (source_key), whose row it carries (int_history_versions).
+        the SET names the old key (source_key_id), whose row it carries (int_history_versions).
         LOAD events carry their transaction (load_transaction), so that the reset of a full load
         is not applied to the keys the load itself sets (int_history_versions, `reset_events`).
     -#}
@@ -14,6 +14,7 @@
         source_schema,
         source_table,
         primary_key,
+        key_id,
         named_struct(
             'event_order', {{ cdc_change_order() }},
             'event_rank', 1,
@@ -32,9 +33,9 @@
             'committed_at', committed_at,
             'operation', operation,
             'load_transaction', case when operation = 'LOAD' then transaction_id end,
-            'source_key', case
+            'source_key_id', case
                 when operation = 'UPDATE' and before_primary_key is not null and before_primary_key != primary_key
-                    then before_primary_key
+                    then before_key_id
             end
         ) as event
     from {{ relation }}
@@ -45,6 +46,7 @@
         source_schema,
         source_table,
         before_primary_key as primary_key,
+        before_key_id as key_id,
         named_struct(
             'event_order', {{ cdc_change_order() }},
             'event_rank', 1,
@@ -53,7 +55,7 @@
             'committed_at', committed_at,
             'operation', operation,
             'load_transaction', cast(null as string),
-            'source_key', cast(null as string)
+            'source_key_id', cast(null as string)
         ) as event
     from {{ relation }}
     where

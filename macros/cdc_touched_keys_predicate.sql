@@ -1,13 +1,12 @@
 {% macro cdc_touched_keys_predicate(prefix='') %}
     {#-
-        SQL predicate on (feed, source_schema, source_table, primary_key): the key's versions were
+        SQL predicate on key_id: the key's versions were
         written by the last run that applied changes (the newest history_generation partition of
         int_history_versions: the keys with new changes, and every key of a table the run reset).
         'true' when tests check all history (cdc_tests_check_all_history); 'false' before any
-        run applied a change. `prefix` qualifies the columns, e.g. 'history.'.
+        run applied a change. `prefix` qualifies the column, e.g. 'history.'.
     -#}
     {{ return(cdc_scope_predicate('int_history_versions',
-        '(' ~ prefix ~ 'feed, ' ~ prefix ~ 'source_schema, ' ~ prefix ~ 'source_table, ' ~ prefix ~ 'primary_key) in ('
-        ~ 'select touched.feed, touched.source_schema, touched.source_table, touched.primary_key'
+        prefix ~ 'key_id in (select touched.key_id'
         ~ " from {relation} as touched where touched.history_generation = '{generation}')")) }}
 {% endmacro %}

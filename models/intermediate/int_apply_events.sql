@@ -13,7 +13,7 @@
 {{ config(
     materialized='table',
     partition_by=['is_key_change'],
-    clustered_by=['feed', 'source_schema', 'source_table', 'primary_key'],
+    clustered_by=['key_id'],
     buckets=var('cdc_apply_buckets'),
 ) }}
 
@@ -67,10 +67,7 @@ row_events as (
         from new_events
         left semi join classified
             on
-                new_events.feed = classified.feed
-                and new_events.source_schema = classified.source_schema
-                and new_events.source_table = classified.source_table
-                and new_events.primary_key = classified.primary_key
+                new_events.key_id = classified.key_id
                 and not classified.is_rebuilt
         union all
         -- rebuild: every event of the key
@@ -78,10 +75,7 @@ row_events as (
         from all_events
         left semi join classified
             on
-                all_events.feed = classified.feed
-                and all_events.source_schema = classified.source_schema
-                and all_events.source_table = classified.source_table
-                and all_events.primary_key = classified.primary_key
+                all_events.key_id = classified.key_id
                 and classified.is_rebuilt
     {%- else %}
         -- no key is rebuilt: every key with new events is a fast-path key of int_apply_keys
@@ -94,10 +88,7 @@ row_events as (
 key_loads as (
     -- the full loads that set a key: their reset does not apply to it (DESIGN.md §6.4)
     select distinct
-        row_events.feed,
-        row_events.source_schema,
-        row_events.source_table,
-        row_events.primary_key,
+        row_events.key_id,
         event.load_transaction
     from row_events
     where row_events.event.load_transaction is not null
@@ -111,6 +102,7 @@ reset_events as (
         classified.source_schema,
         classified.source_table,
         classified.primary_key,
+        classified.key_id,
         table_resets.event
     from classified
     inner join table_resets
@@ -120,10 +112,7 @@ reset_events as (
             and classified.source_table = table_resets.source_table
     left anti join key_loads
         on
-            classified.feed = key_loads.feed
-            and classified.source_schema = key_loads.source_schema
-            and classified.source_table = key_loads.source_table
-            and classified.primary_key = key_loads.primary_key
+            classified.key_id = key_loads.key_id
             and table_resets.load_transaction = key_loads.load_transaction
     where
         classified.is_rebuilt
@@ -138,6 +127,7 @@ events as (
         classified.source_schema,
         classified.source_table,
         classified.primary_key,
+        classified.key_id,
         0 as event_class,
         classified.current_version.opened_order as event_order,
         0 as event_rank,
@@ -146,7 +136,7 @@ events as (
         classified.current_version.opened_at as committed_at,
         classified.current_version.operation,
         classified.current_version as base_version,
-        cast(null as string) as source_key
+        cast(null as string) as source_key_id
     from classified
     where not classified.is_rebuilt and classified.current_version is not null
     union all
@@ -155,6 +145,7 @@ events as (
         row_events.source_schema,
         row_events.source_table,
         row_events.primary_key,
+        row_events.key_id,
         1 as event_class,
         row_events.event.event_order,
         row_events.event.event_rank,
@@ -163,7 +154,7 @@ events as (
         row_events.event.committed_at,
         row_events.event.operation,
         cast(null as {{ cdc_version_type() }}) as base_version,
-        row_events.event.source_key
+        row_events.event.source_key_id
     from row_events
     union all
     select
@@ -171,6 +162,7 @@ events as (
         reset_events.source_schema,
         reset_events.source_table,
         reset_events.primary_key,
+        reset_events.key_id,
         1 as event_class,
         reset_events.event.event_order,
         reset_events.event.event_rank,
@@ -179,7 +171,7 @@ events as (
         reset_events.event.committed_at,
         reset_events.event.operation,
         cast(null as {{ cdc_version_type() }}) as base_version,
-        cast(null as string) as source_key
+        cast(null as string) as source_key_id
     from reset_events
 ),
 
@@ -187,7 +179,7 @@ sequenced as (
     select
         *,
         row_number() over (
-            partition by feed, source_schema, source_table, primary_key
+            partition by key_id
             order by event_class, event_order, event_rank, kind
         ) as seq,
         -- the event sets columns: an INSERT, LOAD or new key (SET), an UPDATE (OVERLAY), or a
@@ -209,7 +201,7 @@ segmented as (
         max(case when sets_columns then seq end) over key_events as last_setting_seq
     from sequenced
     window key_events as (
-        partition by feed, source_schema, source_table, primary_key
+        partition by key_id
         order by event_class, event_order, event_rank, kind
         rows between unbounded preceding and current row
     )
@@ -232,6 +224,7 @@ final as (
         live.source_schema,
         live.source_table,
         live.primary_key,
+        live.key_id,
         live.seq,
         live.segment,
         live.event_class,
@@ -242,7 +235,7 @@ final as (
         live.committed_at,
         live.operation,
         live.base_version,
-        live.source_key,
+        live.source_key_id,
         live.sets_columns,
         live.is_live,
         {%- if watermark == '' %}
@@ -260,15 +253,10 @@ final as (
             classified.previous_rebuilt_generation,
             classified.previous_version_count,
         {%- endif %}
-        live.source_key is not null or (live.kind = 'REMOVE' and live.operation = 'UPDATE') as is_key_change
+        live.source_key_id is not null or (live.kind = 'REMOVE' and live.operation = 'UPDATE') as is_key_change
     from live
     {%- if watermark != '' %}
-        inner join classified
-            on
-                live.feed = classified.feed
-                and live.source_schema = classified.source_schema
-                and live.source_table = classified.source_table
-                and live.primary_key = classified.primary_key
+        inner join classified on live.key_id = classified.key_id
     {%- endif %}
 )
 

@@ -39,6 +39,7 @@ previous_state as (
             cast(null as string) as source_schema,
             cast(null as string) as source_table,
             cast(null as string) as primary_key,
+            cast(null as string) as key_id,
             cast(null as {{ cdc_version_type() }}) as current_version,
             cast(null as struct<change_position: string, source_file: string, record_index: bigint>) as last_event_order,
             cast(null as string) as rebuilt_generation,
@@ -64,9 +65,10 @@ key_first_new_events as (
         new_events.source_schema,
         new_events.source_table,
         new_events.primary_key,
+        new_events.key_id,
         min(event.event_order) as first_event_order
     from new_events
-    group by new_events.feed, new_events.source_schema, new_events.source_table, new_events.primary_key
+    group by new_events.key_id, new_events.feed, new_events.source_schema, new_events.source_table, new_events.primary_key
 ),
 
 table_first_new_resets as (
@@ -89,6 +91,7 @@ previous_touched as (
         previous_state.source_schema,
         previous_state.source_table,
         previous_state.primary_key,
+        previous_state.key_id,
         previous_state.current_version,
         previous_state.last_event_order,
         previous_state.rebuilt_generation,
@@ -97,17 +100,13 @@ previous_touched as (
         table_first_new_resets.first_new_reset_order
     from previous_state
     left join key_first_new_events
-        on
-            previous_state.feed = key_first_new_events.feed
-            and previous_state.source_schema = key_first_new_events.source_schema
-            and previous_state.source_table = key_first_new_events.source_table
-            and previous_state.primary_key = key_first_new_events.primary_key
+        on previous_state.key_id = key_first_new_events.key_id
     left join table_first_new_resets
         on
             previous_state.feed = table_first_new_resets.feed
             and previous_state.source_schema = table_first_new_resets.source_schema
             and previous_state.source_table = table_first_new_resets.source_table
-    where key_first_new_events.primary_key is not null or table_first_new_resets.feed is not null
+    where key_first_new_events.key_id is not null or table_first_new_resets.feed is not null
 ),
 
 first_classified as (
@@ -118,40 +117,41 @@ first_classified as (
         coalesce(previous_touched.source_schema, key_first_new_events.source_schema) as source_schema,
         coalesce(previous_touched.source_table, key_first_new_events.source_table) as source_table,
         coalesce(previous_touched.primary_key, key_first_new_events.primary_key) as primary_key,
+        coalesce(previous_touched.key_id, key_first_new_events.key_id) as key_id,
         previous_touched.current_version,
         previous_touched.last_event_order as previous_last_event_order,
         previous_touched.rebuilt_generation as previous_rebuilt_generation,
         previous_touched.version_count as previous_version_count,
-        previous_touched.primary_key is not null and (
+        previous_touched.key_id is not null and (
             coalesce(previous_touched.first_event_order <= previous_touched.last_event_order, false)
             or coalesce(previous_touched.first_new_reset_order <= previous_touched.last_event_order, false)
         ) as is_rebuilt
     from key_first_new_events
     full outer join previous_touched
-        on
-            key_first_new_events.feed = previous_touched.feed
-            and key_first_new_events.source_schema = previous_touched.source_schema
-            and key_first_new_events.source_table = previous_touched.source_table
-            and key_first_new_events.primary_key = previous_touched.primary_key
+        on key_first_new_events.key_id = previous_touched.key_id
 ),
 
 key_change_edges as (
     -- every key change on record, both ways (key → other key): a rebuilt key takes the keys its
     -- row came from and went to along, since their rows depend on each other (ADR 0008)
     select
-        key_changes.feed,
-        key_changes.source_schema,
-        key_changes.source_table,
-        key_changes.edge.primary_key,
-        key_changes.edge.other_key
+        key_changes.edge.key_id,
+        key_changes.edge.other_key_id,
+        named_struct(
+            'key_id', key_changes.edge.other_key_id,
+            'feed', key_changes.feed,
+            'source_schema', key_changes.source_schema,
+            'source_table', key_changes.source_table,
+            'primary_key', key_changes.edge.other_key
+        ) as other
     from (
         select
             feed,
             source_schema,
             source_table,
             explode(array(
-                named_struct('primary_key', before_primary_key, 'other_key', primary_key),
-                named_struct('primary_key', primary_key, 'other_key', before_primary_key)
+                named_struct('key_id', before_key_id, 'other_key_id', key_id, 'other_key', primary_key),
+                named_struct('key_id', key_id, 'other_key_id', before_key_id, 'other_key', before_primary_key)
             )) as edge
         from {{ ref('int_key_changes') }}
     ) as key_changes
@@ -161,6 +161,7 @@ key_change_edges as (
 
     rebuilt_keys_0 as (
         select
+            key_id,
             feed,
             source_schema,
             source_table,
@@ -173,26 +174,28 @@ key_change_edges as (
 
         rebuilt_keys_{{ step }} as (
         -- one key change further (three steps)
-            select distinct * from (
+            select distinct reached.key.* from (
                 select
-                    rebuilt_keys_{{ step - 1 }}.feed,
-                    rebuilt_keys_{{ step - 1 }}.source_schema,
-                    rebuilt_keys_{{ step - 1 }}.source_table,
-                    explode(array_compact(array(rebuilt_keys_{{ step - 1 }}.primary_key, key_change_edges.other_key)))
-                        as primary_key
+                    explode(array_compact(array(
+                        named_struct(
+                            'key_id', rebuilt_keys_{{ step - 1 }}.key_id,
+                            'feed', rebuilt_keys_{{ step - 1 }}.feed,
+                            'source_schema', rebuilt_keys_{{ step - 1 }}.source_schema,
+                            'source_table', rebuilt_keys_{{ step - 1 }}.source_table,
+                            'primary_key', rebuilt_keys_{{ step - 1 }}.primary_key
+                        ),
+                        key_change_edges.other
+                    ))) as key
                 from rebuilt_keys_{{ step - 1 }}
                 left join key_change_edges
-                    on
-                        rebuilt_keys_{{ step - 1 }}.feed = key_change_edges.feed
-                        and rebuilt_keys_{{ step - 1 }}.source_schema = key_change_edges.source_schema
-                        and rebuilt_keys_{{ step - 1 }}.source_table = key_change_edges.source_table
-                        and rebuilt_keys_{{ step - 1 }}.primary_key = key_change_edges.primary_key
+                    on rebuilt_keys_{{ step - 1 }}.key_id = key_change_edges.key_id
             ) as reached
         ),
     {%- endfor %}
 
     classified_keys as (
         select
+            key_id,
             feed,
             source_schema,
             source_table,
@@ -200,6 +203,7 @@ key_change_edges as (
         from first_classified
         union
         select
+            key_id,
             feed,
             source_schema,
             source_table,
@@ -209,18 +213,9 @@ key_change_edges as (
 
     reached_keys as (
         -- the keys rebuilt only because a key change links them to a rebuilt key (not touched)
-        select
-            rebuilt_keys_3.feed,
-            rebuilt_keys_3.source_schema,
-            rebuilt_keys_3.source_table,
-            rebuilt_keys_3.primary_key
+        select rebuilt_keys_3.key_id
         from rebuilt_keys_3
-        left anti join first_classified
-            on
-                rebuilt_keys_3.feed = first_classified.feed
-                and rebuilt_keys_3.source_schema = first_classified.source_schema
-                and rebuilt_keys_3.source_table = first_classified.source_table
-                and rebuilt_keys_3.primary_key = first_classified.primary_key
+        left anti join first_classified on rebuilt_keys_3.key_id = first_classified.key_id
     ),
 
     classified_previous_state as (
@@ -228,10 +223,7 @@ key_change_edges as (
         -- the few keys reached through key changes looked up once more (a broadcast semi join:
         -- a reset makes every key of its table touched, too many to broadcast, but not reached)
         select
-            feed,
-            source_schema,
-            source_table,
-            primary_key,
+            key_id,
             current_version,
             last_event_order,
             rebuilt_generation,
@@ -239,44 +231,30 @@ key_change_edges as (
         from previous_touched
         union all
         select /*+ broadcast(reached_keys) */
-            previous_state.feed,
-            previous_state.source_schema,
-            previous_state.source_table,
-            previous_state.primary_key,
+            previous_state.key_id,
             previous_state.current_version,
             previous_state.last_event_order,
             previous_state.rebuilt_generation,
             previous_state.version_count
         from previous_state
-        left semi join reached_keys
-            on
-                previous_state.feed = reached_keys.feed
-                and previous_state.source_schema = reached_keys.source_schema
-                and previous_state.source_table = reached_keys.source_table
-                and previous_state.primary_key = reached_keys.primary_key
+        left semi join reached_keys on previous_state.key_id = reached_keys.key_id
     ),
 
     classified as (
         select
-            classified_keys.*,
+            classified_keys.feed,
+            classified_keys.source_schema,
+            classified_keys.source_table,
+            classified_keys.primary_key,
+            classified_keys.key_id,
             classified_previous_state.current_version,
             classified_previous_state.last_event_order as previous_last_event_order,
             classified_previous_state.rebuilt_generation as previous_rebuilt_generation,
             classified_previous_state.version_count as previous_version_count,
-            rebuilt_keys_3.primary_key is not null as is_rebuilt
+            rebuilt_keys_3.key_id is not null as is_rebuilt
         from classified_keys
-        left join rebuilt_keys_3
-            on
-                classified_keys.feed = rebuilt_keys_3.feed
-                and classified_keys.source_schema = rebuilt_keys_3.source_schema
-                and classified_keys.source_table = rebuilt_keys_3.source_table
-                and classified_keys.primary_key = rebuilt_keys_3.primary_key
-        left join classified_previous_state
-            on
-                classified_keys.feed = classified_previous_state.feed
-                and classified_keys.source_schema = classified_previous_state.source_schema
-                and classified_keys.source_table = classified_previous_state.source_table
-                and classified_keys.primary_key = classified_previous_state.primary_key
+        left join rebuilt_keys_3 on classified_keys.key_id = rebuilt_keys_3.key_id
+        left join classified_previous_state on classified_keys.key_id = classified_previous_state.key_id
     )
 
 {% else %}
@@ -288,6 +266,7 @@ classified as (
         source_schema,
         source_table,
         primary_key,
+        key_id,
         current_version,
         previous_last_event_order,
         previous_rebuilt_generation,

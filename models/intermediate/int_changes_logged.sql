@@ -11,6 +11,7 @@
 {{ config(
     materialized='incremental',
     incremental_strategy='append',
+    on_schema_change='fail',
     partition_by=['applied_generation'],
 ) }}
 
@@ -61,6 +62,8 @@ final as (
         transaction_id,
         primary_key,
         before_primary_key,
+        key_id,
+        before_key_id,
         transaction_sequence,
         before_image,
         after_image,

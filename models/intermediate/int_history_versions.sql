@@ -21,6 +21,7 @@
 {{ config(
     materialized='incremental',
     incremental_strategy='insert_overwrite',
+    on_schema_change='fail',
     partition_by=['history_generation'],
 ) }}
 
@@ -70,25 +71,19 @@ apply_events as (
         -- the SET of a key change continues the old key's segment before the REMOVE of the same
         -- change (reads the is_key_change partition only)
         select
-            moved.feed,
-            moved.source_schema,
-            moved.source_table,
-            moved.primary_key as child_key,
+            moved.key_id as child_key_id,
             moved.segment as child_segment,
-            removed.primary_key as root_key,
+            removed.key_id as root_key_id,
             removed.segment - 1 as root_segment
         from apply_events as moved
         inner join apply_events as removed
             on
-                moved.feed = removed.feed
-                and moved.source_schema = removed.source_schema
-                and moved.source_table = removed.source_table
-                and moved.source_key = removed.primary_key
+                moved.source_key_id = removed.key_id
                 and moved.event_order = removed.event_order
         where
             moved.is_key_change
             and removed.is_key_change
-            and moved.source_key is not null
+            and moved.source_key_id is not null
             and removed.kind = 'REMOVE'
             and removed.segment > 1
     ),
@@ -102,20 +97,14 @@ apply_events as (
         lineage_{{ step }} as (
         -- the chain followed one more key change back (eight steps: chains of eight key changes)
             select
-                lineage_{{ step - 1 }}.feed,
-                lineage_{{ step - 1 }}.source_schema,
-                lineage_{{ step - 1 }}.source_table,
-                lineage_{{ step - 1 }}.child_key,
+                lineage_{{ step - 1 }}.child_key_id,
                 lineage_{{ step - 1 }}.child_segment,
-                coalesce(key_change_links.root_key, lineage_{{ step - 1 }}.root_key) as root_key,
+                coalesce(key_change_links.root_key_id, lineage_{{ step - 1 }}.root_key_id) as root_key_id,
                 coalesce(key_change_links.root_segment, lineage_{{ step - 1 }}.root_segment) as root_segment
             from lineage_{{ step - 1 }}
             left join key_change_links
                 on
-                    lineage_{{ step - 1 }}.feed = key_change_links.feed
-                    and lineage_{{ step - 1 }}.source_schema = key_change_links.source_schema
-                    and lineage_{{ step - 1 }}.source_table = key_change_links.source_table
-                    and lineage_{{ step - 1 }}.root_key = key_change_links.child_key
+                    lineage_{{ step - 1 }}.root_key_id = key_change_links.child_key_id
                     and lineage_{{ step - 1 }}.root_segment = key_change_links.child_segment
         ),
     {%- endfor %}
@@ -124,15 +113,12 @@ apply_events as (
         -- a row's lineage: the first segment of its chain of key changes (its own when none)
         select
             apply_events.*,
-            coalesce(lineage_8.root_key, apply_events.primary_key) as lineage_key,
+            coalesce(lineage_8.root_key_id, apply_events.key_id) as lineage_key_id,
             coalesce(lineage_8.root_segment, apply_events.segment) as lineage_segment
         from apply_events
         left join lineage_8
             on
-                apply_events.feed = lineage_8.feed
-                and apply_events.source_schema = lineage_8.source_schema
-                and apply_events.source_table = lineage_8.source_table
-                and apply_events.primary_key = lineage_8.child_key
+                apply_events.key_id = lineage_8.child_key_id
                 and apply_events.segment = lineage_8.child_segment
     ),
 
@@ -140,7 +126,7 @@ apply_events as (
 
 lineaged as (
     -- no key change among this run's events: a row's lineage is its own segment, and its key
-    -- the key's own column (no alias of it: the scan's partitioning by key stays one partitioning
+    -- the key's own key_id (no alias of it: the scan's partitioning by key stays one partitioning
     -- that the union below can pass on)
     select
         apply_events.*,
@@ -151,7 +137,7 @@ lineaged as (
 
 {#- without key changes a lineage's key is its primary key: naming that column lets the windows
     over the key below reuse the lineage windows' shuffle (Spark does not see through the alias) -#}
-{%- set lineage_key_column = 'lineage_key' if plans_key_changes else 'primary_key' %}
+{%- set lineage_key_column = 'lineage_key_id' if plans_key_changes else 'key_id' %}
 {#- and a lineage's order is its key's event order, seq: a segment starts at an event and runs
     to the next segment's start in seq order (int_apply_events), so ordering by segment first
     changes nothing (the same rows, checked on the peer's 1 M events). Naming seq lets every
@@ -205,7 +191,7 @@ lineage_sequenced as (
     select
         *,
         row_number() over (
-            partition by feed, source_schema, source_table, {{ lineage_key_column }}
+            partition by {{ lineage_key_column }}
             order by {{ lineage_sort_columns }}
         ) as lineage_seq{% if fill_width %},
         -- uniform: every image of the lineage key's segments carries the same columns (full
@@ -221,7 +207,7 @@ lineage_sequenced as (
     {%- endif %}
     from {{ 'lineage_tables' if fill_width else 'lineaged' }}
     {%- if fill_width %}
-        window lineage_whole as (partition by feed, source_schema, source_table, {{ lineage_key_column }})
+        window lineage_whole as (partition by {{ lineage_key_column }})
     {%- endif %}
 ),
 
@@ -253,7 +239,7 @@ filled as (
         ) over lineage_order as last_image
     from lineage_sequenced
     window lineage_order as (
-        partition by feed, source_schema, source_table, {{ lineage_key_column }}
+        partition by {{ lineage_key_column }}
         order by {{ lineage_order_column }} rows between unbounded preceding and current row
     )
 ),
@@ -303,11 +289,9 @@ compared as (
         lag(entries) over key_order as previous_entries,
         -- the key's last new event (its other figures are the same on each of its rows): a
         -- window over the partition the windows above use, not an aggregate joined back
-        max(case when kind != 'BASE' then event_order end) over (
-            partition by feed, source_schema, source_table, primary_key
-        ) as last_new_event_order
+        max(case when kind != 'BASE' then event_order end) over (partition by key_id) as last_new_event_order
     from stepped
-    window key_order as (partition by feed, source_schema, source_table, primary_key order by seq)
+    window key_order as (partition by key_id order by seq)
 ),
 
 flagged as (
@@ -331,7 +315,7 @@ opened as (
         opens_changed_version or (
             is_unseen_delete
             and coalesce(sum(case when opens_changed_version or is_unseen_delete then 1 else 0 end) over (
-                partition by feed, source_schema, source_table, primary_key
+                partition by key_id
                 order by seq rows between unbounded preceding and 1 preceding
             ), 0) = 0
         ) as opens_version
@@ -344,6 +328,7 @@ versions as (
         source_schema,
         source_table,
         primary_key,
+        key_id,
         seq,
         case
             when kind = 'BASE' then base_version
@@ -367,11 +352,9 @@ versions as (
 closed as (
     select
         *,
-        lead(version) over (
-            partition by feed, source_schema, source_table, primary_key order by seq
-        ) as next_version,
+        lead(version) over (partition by key_id order by seq) as next_version,
         -- the versions this run wrote for the key
-        count(*) over (partition by feed, source_schema, source_table, primary_key) as written_version_count
+        count(*) over (partition by key_id) as written_version_count
     from versions
 ),
 
@@ -385,6 +368,7 @@ final as (
         closed.source_schema,
         closed.source_table,
         closed.primary_key,
+        closed.key_id,
         closed.version,
         closed.version.opened_order.change_position as valid_from_position,
         closed.version.opened_at as valid_from,

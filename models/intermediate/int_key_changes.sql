@@ -11,6 +11,7 @@
 {{ config(
     materialized='incremental',
     incremental_strategy='insert_overwrite',
+    on_schema_change='fail',
     partition_by=['applied_generation'],
 ) }}
 
@@ -30,6 +31,8 @@ key_changes as (
         source_table,
         before_primary_key,
         primary_key,
+        before_key_id,
+        key_id,
         applied_generation
     from logged_changes
     where

@@ -11,6 +11,7 @@
 {{ config(
     materialized='incremental',
     incremental_strategy='insert_overwrite',
+    on_schema_change='fail',
     partition_by=['feed'],
     post_hook="{{ cdc_state_watermark_hook() }}",
 ) }}
@@ -29,6 +30,7 @@ touched_state as (
         source_schema,
         source_table,
         primary_key,
+        key_id,
         version as current_version,
         last_event_order,
         rebuilt_generation,
@@ -43,18 +45,14 @@ untouched_state as (
         previous_state.source_schema,
         previous_state.source_table,
         previous_state.primary_key,
+        previous_state.key_id,
         previous_state.current_version,
         previous_state.last_event_order,
         previous_state.rebuilt_generation,
         previous_state.version_count,
         previous_state.feed
     from {{ this }} as previous_state
-    left anti join touched_state
-        on
-            previous_state.feed = touched_state.feed
-            and previous_state.source_schema = touched_state.source_schema
-            and previous_state.source_table = touched_state.source_table
-            and previous_state.primary_key = touched_state.primary_key
+    left anti join touched_state on previous_state.key_id = touched_state.key_id
 ),
 
 key_state as (
@@ -73,6 +71,7 @@ final as (
         source_schema,
         source_table,
         primary_key,
+        key_id,
         current_version,
         last_event_order,
         rebuilt_generation,

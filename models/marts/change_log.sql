@@ -16,6 +16,8 @@ select
     transaction_id,
     primary_key,
     before_primary_key,
+    key_id,
+    before_key_id,
     transaction_sequence,
     before_image,
     after_image,

@@ -28,6 +28,7 @@ final as (
         key_state.source_schema,
         key_state.source_table,
         key_state.primary_key,
+        key_state.key_id,
         current_version.row,
         current_version.operation as last_operation,
         current_version.opened_order.change_position as last_change_position,

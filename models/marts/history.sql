@@ -22,12 +22,7 @@ key_state as (
 valid_versions as (
     select versions.*
     from versions
-    inner join key_state
-        on
-            versions.feed = key_state.feed
-            and versions.source_schema = key_state.source_schema
-            and versions.source_table = key_state.source_table
-            and versions.primary_key = key_state.primary_key
+    inner join key_state on versions.key_id = key_state.key_id
     where versions.history_generation >= key_state.rebuilt_generation
 ),
 
@@ -35,9 +30,9 @@ newest_versions as (
     select
         *,
         row_number() over (
-            -- a version_id names its key: partitioning by the key columns as well lets a
-            -- filter on the key (the scoped data tests) reach the version store
-            partition by feed, source_schema, source_table, primary_key, version_id
+            -- a version_id names its key: partitioning by key_id as well lets a filter on the
+            -- key (the scoped data tests) reach the version store
+            partition by key_id, version_id
             order by history_generation desc
         ) as generation_rank
     from valid_versions
@@ -50,6 +45,7 @@ final as (
         newest_versions.source_schema,
         newest_versions.source_table,
         newest_versions.primary_key,
+        newest_versions.key_id,
         version.row,
         version.operation as opened_by_operation,
         newest_versions.valid_from_position,

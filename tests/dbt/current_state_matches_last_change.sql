@@ -46,6 +46,7 @@ key_events as (
         source_schema,
         source_table,
         primary_key,
+        key_id,
         operation = 'DELETE' as ends_row,
         {{ cdc_change_order() }} as event_order
     from change_log
@@ -56,6 +57,7 @@ key_events as (
         source_schema,
         source_table,
         before_primary_key as primary_key,
+        before_key_id as key_id,
         true as ends_row,
         {{ cdc_change_order() }} as event_order
     from change_log
@@ -68,11 +70,12 @@ last_events as (
         source_schema,
         source_table,
         primary_key,
+        key_id,
         max_by(ends_row, event_order) as last_ends_row,
         max(event_order) as last_order
     from key_events
     where {{ cdc_touched_keys_predicate() }}
-    group by feed, source_schema, source_table, primary_key
+    group by key_id, feed, source_schema, source_table, primary_key
 ),
 
 expectations as (
@@ -101,12 +104,7 @@ mismatches as (
         expectations.is_expected_live,
         current_state.primary_key is not null as is_live
     from expectations
-    left join current_state
-        on
-            expectations.feed = current_state.feed
-            and expectations.source_schema = current_state.source_schema
-            and expectations.source_table = current_state.source_table
-            and expectations.primary_key = current_state.primary_key
+    left join current_state on expectations.key_id = current_state.key_id
 )
 
 select * from mismatches

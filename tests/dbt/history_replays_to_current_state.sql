@@ -16,6 +16,7 @@ current_versions as (
         source_schema,
         source_table,
         primary_key,
+        key_id,
         to_json(array_sort(map_entries(row))) as row_text
     from {{ ref('history') }}
     where is_current and not is_deleted and {{ cdc_touched_keys_predicate() }}
@@ -27,6 +28,7 @@ current_rows as (
         source_schema,
         source_table,
         primary_key,
+        key_id,
         to_json(array_sort(map_entries(row))) as row_text
     from {{ ref('current_state') }}
     where {{ cdc_touched_keys_predicate() }}
@@ -50,11 +52,7 @@ differences as (
         current_rows.row_text as current_state_row_text
     from current_versions
     full outer join current_rows
-        on
-            current_versions.feed <=> current_rows.feed
-            and current_versions.source_schema <=> current_rows.source_schema
-            and current_versions.source_table <=> current_rows.source_table
-            and current_versions.primary_key <=> current_rows.primary_key
+        on current_versions.key_id <=> current_rows.key_id
     where current_versions.row_text is distinct from current_rows.row_text
 )
 

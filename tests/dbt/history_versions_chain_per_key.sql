@@ -22,12 +22,10 @@ ordered as (
         *,
         lead(valid_from_position) over key_versions as next_valid_from_position,
         lead(valid_from) over key_versions as next_valid_from,
-        count(case when is_current then 1 end) over (
-            partition by feed, source_schema, source_table, primary_key
-        ) as current_versions
+        count(case when is_current then 1 end) over (partition by key_id) as current_versions
     from history
     window key_versions as (
-        partition by feed, source_schema, source_table, primary_key
+        partition by key_id
         order by valid_from_position, version_id
     )
 )
