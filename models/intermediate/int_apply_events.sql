@@ -6,7 +6,7 @@
     current version, a SET (INSERT, LOAD, the new key of a key change) or a REMOVE (DELETE, the
     old key of a key change, a table reset) starts a segment, an UPDATE (OVERLAY) continues it.
     Partitioned by is_key_change, so that int_history_versions reads the key changes' events
-    alone cheaply, and bucketed by key (var cdc_apply_buckets), so that int_history_versions
+    alone cheaply, and bucketed by key_id (var cdc_apply_buckets), so that int_history_versions
     reads each key's events from one bucket and its windows shuffle nothing.
 -#}
 
