@@ -20,6 +20,7 @@ Cases a format cannot express, and why:
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import random
 import shutil
@@ -159,6 +160,23 @@ def key_move(s: Script):
     }
 
 
+def key_chain(s: Script):
+    """A chain of eleven key changes: A→B in one transaction, then B→C→…→L in the next. With
+    compressed images every column of L's row comes from A's, through the whole chain (a
+    recursive CTE in int_history_versions follows a chain as far as it goes; the SQL unrolled
+    eight steps before, so this chain was cut)."""
+    r1 = s.row(1, 0)
+    moved = [dict(r1, **{s.key_name: str(k)}) for k in range(2, 13)]
+    s.transaction(("INSERT", None, r1))
+    s.transaction(("UPDATE", r1, moved[0]))
+    s.transaction(*(("UPDATE", old, new) for old, new in itertools.pairwise(moved)))
+    history = {s.pk(1): [("INSERT", False, r1), ("UPDATE", True, r1)]}
+    for k, row in enumerate(moved[:-1], start=2):
+        history[s.pk(k)] = [("UPDATE", False, row), ("UPDATE", True, row)]
+    history[s.pk(12)] = [("UPDATE", False, moved[-1])]
+    return {s.pk(12): moved[-1]}, history
+
+
 def delete_reinsert(s: Script):
     r1, r1b = s.row(1, 0), s.row(1, 5)
     s.transaction(("INSERT", None, r1))
@@ -223,6 +241,7 @@ SCENARIOS = [
     Scenario("keychange", ("ct", "kafka", "gg", "hirdb"), key_change),
     Scenario("keymove", ("ct", "kafka", "gg", "hirdb"), key_move),
     Scenario("keymovelate", ("ct", "gg"), key_move, late_first=True),
+    Scenario("keychain", ("ct", "gg"), key_chain),
     Scenario("reinsert", ("ct", "kafka", "gg", "hirdb", "lx"), delete_reinsert),
     Scenario("truncate", ("gg", "hirdb", "lx"), truncate),
     Scenario("late", ("ct", "kafka", "gg", "hirdb", "lx"), out_of_order, late_first=True),

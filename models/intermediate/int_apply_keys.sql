@@ -21,7 +21,7 @@
 {%- set key_changes_relation = cdc_model_relation('int_key_changes') if execute else none -%}
 {%- set plans_closure = key_changes_relation is none or cdc_partition_values(key_changes_relation) | length > 0 -%}
 
-with
+with recursive
 
 logged_changes as (
     select * from {{ ref('int_changes_logged') }}
@@ -136,7 +136,6 @@ key_change_edges as (
     -- row came from and went to along, since their rows depend on each other (ADR 0008)
     select
         key_changes.edge.key_id,
-        key_changes.edge.other_key_id,
         named_struct(
             'key_id', key_changes.edge.other_key_id,
             'feed', key_changes.feed,
@@ -159,39 +158,41 @@ key_change_edges as (
 
 {% if plans_closure %}
 
-    rebuilt_keys_0 as (
+    rebuilt_reach (key_id, feed, source_schema, source_table, primary_key, steps) as (
+        -- the rebuilt keys, and the keys up to three key changes away from one (a recursive
+        -- CTE, one key change further each step)
         select
             key_id,
             feed,
             source_schema,
             source_table,
-            primary_key
+            primary_key,
+            0 as steps
         from first_classified
         where is_rebuilt
+        union all
+        select
+            key_change_edges.other.key_id,
+            key_change_edges.other.feed,
+            key_change_edges.other.source_schema,
+            key_change_edges.other.source_table,
+            key_change_edges.other.primary_key,
+            rebuilt_reach.steps + 1 as steps
+        from rebuilt_reach
+        inner join key_change_edges on rebuilt_reach.key_id = key_change_edges.key_id
+        where rebuilt_reach.steps < 3
     ),
 
-    {%- for step in range(1, 4) %}
-
-        rebuilt_keys_{{ step }} as (
-        -- one key change further (three steps)
-            select distinct reached.key.* from (
-                select
-                    explode(array_compact(array(
-                        named_struct(
-                            'key_id', rebuilt_keys_{{ step - 1 }}.key_id,
-                            'feed', rebuilt_keys_{{ step - 1 }}.feed,
-                            'source_schema', rebuilt_keys_{{ step - 1 }}.source_schema,
-                            'source_table', rebuilt_keys_{{ step - 1 }}.source_table,
-                            'primary_key', rebuilt_keys_{{ step - 1 }}.primary_key
-                        ),
-                        key_change_edges.other
-                    ))) as key
-                from rebuilt_keys_{{ step - 1 }}
-                left join key_change_edges
-                    on rebuilt_keys_{{ step - 1 }}.key_id = key_change_edges.key_id
-            ) as reached
-        ),
-    {%- endfor %}
+    rebuilt_keys as (
+        -- LIMIT ALL lifts Spark's cap on the rows a recursive CTE returns (a million)
+        select distinct
+            reached.key_id,
+            reached.feed,
+            reached.source_schema,
+            reached.source_table,
+            reached.primary_key
+        from (select * from rebuilt_reach limit all) as reached  -- noqa: AM09
+    ),
 
     classified_keys as (
         select
@@ -208,14 +209,14 @@ key_change_edges as (
             source_schema,
             source_table,
             primary_key
-        from rebuilt_keys_3
+        from rebuilt_keys
     ),
 
     reached_keys as (
         -- the keys rebuilt only because a key change links them to a rebuilt key (not touched)
-        select rebuilt_keys_3.key_id
-        from rebuilt_keys_3
-        left anti join first_classified on rebuilt_keys_3.key_id = first_classified.key_id
+        select rebuilt_keys.key_id
+        from rebuilt_keys
+        left anti join first_classified on rebuilt_keys.key_id = first_classified.key_id
     ),
 
     classified_previous_state as (
@@ -251,9 +252,9 @@ key_change_edges as (
             classified_previous_state.last_event_order as previous_last_event_order,
             classified_previous_state.rebuilt_generation as previous_rebuilt_generation,
             classified_previous_state.version_count as previous_version_count,
-            rebuilt_keys_3.key_id is not null as is_rebuilt
+            rebuilt_keys.key_id is not null as is_rebuilt
         from classified_keys
-        left join rebuilt_keys_3 on classified_keys.key_id = rebuilt_keys_3.key_id
+        left join rebuilt_keys on classified_keys.key_id = rebuilt_keys.key_id
         left join classified_previous_state on classified_keys.key_id = classified_previous_state.key_id
     )
 

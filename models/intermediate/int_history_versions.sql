@@ -59,7 +59,7 @@
 {%- endfor %}
 {%- set fill_width = 32 if mixed_tables is none else widths | max %}
 
-with
+with recursive
 
 apply_events as (
     select * from {{ ref('int_apply_events') }}
@@ -88,38 +88,54 @@ apply_events as (
             and removed.segment > 1
     ),
 
-    lineage_0 as (
-        select * from key_change_links
+    lineage_chains (child_key_id, child_segment, root_key_id, root_segment, depth) as (
+        -- each key change's chain followed back one key change at a time, as far as it goes (a
+        -- recursive CTE: a segment's link points to an earlier segment, so the chain ends)
+        select
+            child_key_id,
+            child_segment,
+            root_key_id,
+            root_segment,
+            1 as depth
+        from key_change_links
+        union all
+        select
+            lineage_chains.child_key_id,
+            lineage_chains.child_segment,
+            key_change_links.root_key_id,
+            key_change_links.root_segment,
+            lineage_chains.depth + 1 as depth
+        from lineage_chains
+        inner join key_change_links
+            on
+                lineage_chains.root_key_id = key_change_links.child_key_id
+                and lineage_chains.root_segment = key_change_links.child_segment
     ),
 
-    {%- for step in range(1, 9) %}
-
-        lineage_{{ step }} as (
-        -- the chain followed one more key change back (eight steps: chains of eight key changes)
-            select
-                lineage_{{ step - 1 }}.child_key_id,
-                lineage_{{ step - 1 }}.child_segment,
-                coalesce(key_change_links.root_key_id, lineage_{{ step - 1 }}.root_key_id) as root_key_id,
-                coalesce(key_change_links.root_segment, lineage_{{ step - 1 }}.root_segment) as root_segment
-            from lineage_{{ step - 1 }}
-            left join key_change_links
-                on
-                    lineage_{{ step - 1 }}.root_key_id = key_change_links.child_key_id
-                    and lineage_{{ step - 1 }}.root_segment = key_change_links.child_segment
-        ),
-    {%- endfor %}
+    lineage_roots as (
+        -- the first segment of each chain: where it went furthest back. LIMIT ALL lifts Spark's
+        -- cap on the rows a recursive CTE returns (spark.sql.cteRecursionRowLimit, a million:
+        -- a run rebuilding many keys with key changes can pass it); a chain of more than 100 key
+        -- changes (spark.sql.cteRecursionLevelLimit) stops the run with Spark's error
+        select
+            chains.child_key_id,
+            chains.child_segment,
+            max_by(named_struct('key_id', chains.root_key_id, 'segment', chains.root_segment), chains.depth) as root
+        from (select * from lineage_chains limit all) as chains  -- noqa: AM09
+        group by chains.child_key_id, chains.child_segment
+    ),
 
     lineaged as (
         -- a row's lineage: the first segment of its chain of key changes (its own when none)
         select
             apply_events.*,
-            coalesce(lineage_8.root_key_id, apply_events.key_id) as lineage_key_id,
-            coalesce(lineage_8.root_segment, apply_events.segment) as lineage_segment
+            coalesce(lineage_roots.root.key_id, apply_events.key_id) as lineage_key_id,
+            coalesce(lineage_roots.root.segment, apply_events.segment) as lineage_segment
         from apply_events
-        left join lineage_8
+        left join lineage_roots
             on
-                apply_events.key_id = lineage_8.child_key_id
-                and apply_events.segment = lineage_8.child_segment
+                apply_events.key_id = lineage_roots.child_key_id
+                and apply_events.segment = lineage_roots.child_segment
     ),
 
 {% else %}
