@@ -151,7 +151,7 @@ lineaged as (
 ),
 {% endif %}
 
-{#- without key changes a lineage's key is its primary key: naming that column lets the windows
+{#- without key changes a lineage's key is its key's key_id: naming that column lets the windows
     over the key below reuse the lineage windows' shuffle (Spark does not see through the alias) -#}
 {%- set lineage_key_column = 'lineage_key_id' if plans_key_changes else 'key_id' %}
 {#- and a lineage's order is its key's event order, seq: a segment starts at an event and runs
