@@ -6,22 +6,4 @@
 
 {{ config(materialized='view') }}
 
-select
-    change_id,
-    feed,
-    source_schema,
-    source_table,
-    change_position,
-    operation,
-    transaction_id,
-    primary_key,
-    transaction_sequence,
-    end_sequence,
-    transaction_change_count,
-    committed_at,
-    source_file,
-    record_offset,
-    ingest_batch_id,
-    transaction_first_batch_id,
-    transaction_first_record
-from {{ ref('int_changes_pending') }}
+select * from {{ ref('int_changes_pending') }}
