@@ -1,22 +1,18 @@
 {% macro cdc_working_set() %}
     {#-
-        The ingest batches (and records) this run's staging models read, per feed (ADR 0007):
-        the rows (kind, feed, ingest_batch_id, source_file, record_offset) of int_working_set,
-        which cdc_compute_working_set filled once at the start of this run, read when the
-        calling model compiles. Every staging model and int_staged_batches see the same rows,
-        whatever `cdc stage` commits meanwhile. ('all', none, none, none, none), every batch,
-        when int_working_set does not exist or in a dbt unit test. Empty at parse time.
+        The ingest batches (and records) this run's staging models read, per feed (ADR 0007,
+        0020): rows (kind, feed, ingest_batch_id, source_file, record_offset) that `cdc run`
+        decided once, before the build (python_udfs/working_set.py), passed in the environment
+        variable CDC_WORKING_SET as JSON. Every staging model, int_staged_batches and
+        int_working_set see the same rows. ('all', none, none, none, none), every batch, when
+        the variable is unset (dbt run by hand, a Thrift Server) and in a dbt unit test. Empty
+        at parse time, so the variable is not part of dbt's parse.
     -#}
     {%- if not execute -%}
         {{ return([]) }}
     {%- endif -%}
-    {%- set relation = cdc_model_relation('int_working_set') -%}
-    {%- if relation is none -%}
+    {%- if graph.nodes is not defined -%}
         {{ return([('all', none, none, none, none)]) }}
     {%- endif -%}
-    {%- set rows = [] -%}
-    {%- for row in run_query('select kind, feed, ingest_batch_id, source_file, record_offset from ' ~ relation).rows -%}
-        {%- do rows.append((row[0], row[1], row[2], row[3], row[4])) -%}
-    {%- endfor -%}
-    {{ return(rows) }}
+    {{ return(fromjson(env_var('CDC_WORKING_SET', '[["all", null, null, null, null]]'))) }}
 {% endmacro %}

@@ -261,7 +261,8 @@ def run(
 ):
     """Stage, then ``dbt build`` in the same SparkSession. Returns ``(summary, dbt_ok, built)``.
 
-    ``verbose`` prints one line per staged file and dbt's whole output (:func:`dbt_build`).
+    Before the build, the run's working set (:mod:`python_udfs.working_set`) is decided once
+    and passed to dbt in ``CDC_WORKING_SET``. ``verbose`` prints one line per staged file and dbt's whole output (:func:`dbt_build`).
 
     What the build does depends on what changed since the last successful build
     (:mod:`python_udfs.build_state`, ADR 0009):
@@ -278,7 +279,7 @@ def run(
     ours. dbt unit tests (SQL logic on mocked rows, not data) run only with ``unit_tests``, as
     dbt recommends for production runs; ``make test`` runs them.
     """
-    from python_udfs import build_state
+    from python_udfs import build_state, working_set
     from python_udfs.spark import get_spark, open_metastore_in_background
 
     _export_roots(config)
@@ -309,6 +310,11 @@ def run(
                 "new data only, the project as last built: seeds, views and self-checks are left "
                 "as they are (cdc run --self-checks runs the self-checks)"
             )
+    # the working set is decided here, once, and passed in (ADR 0020)
+    rows = working_set.compute_working_set(
+        spark, config, os.environ.get("CDC_DBT_SCHEMA", "cdc"), "--full-refresh" in args
+    )
+    os.environ[working_set.ENV_VAR] = working_set.to_env(rows)
     ok = dbt_build(config, extra_vars, args, log, verbose)
     if ok and not dbt_args:
         build_state.record_build(config.lake_root, fingerprint, project, summary.ingest_batch_id)

@@ -116,7 +116,7 @@ for _columns in RAW_TABLES.values():
 KINDS = list(RAW_TABLES)
 #: Order of the rows in each raw parquet file (the columns a table has): by feed, file and byte
 #: offset, so that a row group holds a short stretch of a few files, and its min/max statistics
-#: let a reader skip it. The dbt working set (macros/cdc_compute_working_set.sql: "from this file and offset
+#: let a reader skip it. The dbt working set (python_udfs/working_set.py: "from this file and offset
 #: on") and the re-delivery test (tests/dbt/conflicting_duplicate_changes.sql: "positions from the
 #: newest one on") filter on these columns with literals, and Spark pushes them to parquet.
 #: A staging task gets its files sorted by feed and file and writes each file's rows in offset
@@ -1110,7 +1110,7 @@ class Stager:
         the offsets of its open rejects land (or are rejected again), all others landed before
         and are dropped. Its manifest row has status :data:`RESTAGED` and says how many
         records landed; planning ignores it (:meth:`manifest`). The dbt working set reads the
-        feed whole again (macros/cdc_compute_working_set.sql), so the records are applied in change
+        feed whole again (python_udfs/working_set.py), so the records are applied in change
         position order. Raises :class:`ConfigError` for an unknown ``feed``.
         """
         if feed is not None and feed not in self.config.feeds:

@@ -71,3 +71,57 @@ def test_the_apply_chain_reads_the_change_log_store_and_readers_the_mart(manifes
     assert models["change_log"]["depends_on"]["nodes"] == ["model.cdc_changelog.int_changes_logged"]
     for name in ("int_apply_keys", "int_apply_events", "int_key_changes", "int_table_resets"):
         assert "model.cdc_changelog.int_changes_logged" in models[name]["depends_on"]["nodes"]
+
+
+def test_no_staging_model_depends_on_an_intermediate_model(manifest):
+    # the working set comes in from `cdc run` (CDC_WORKING_SET), not from int_working_set
+    models = _models(manifest)
+    wrong = sorted(
+        (node["name"], models[parent]["name"])
+        for node in models.values()
+        if _layer(node) == "staging"
+        for parent in node["depends_on"]["nodes"]
+        if parent in models and _layer(models[parent]) != "staging"
+    )
+    assert wrong == []
+
+
+#: Calls that read the lake's tables when SQL compiles.
+COMPILE_TIME_READS = ("run_query(", "adapter.get_relation(", "cdc_model_relation(", "cdc_partition_values(")
+
+#: The models and macros that still read a model's table when they compile, and why each is
+#: still here (issue 45 keeps the rest open). A new entry fails the test below: state of earlier
+#: runs is a declared source or ``this``, and a run's plan is not chosen from data.
+REMAINING_COMPILE_TIME_READS = {
+    # the previous key state and its watermark (table property): a declared source once the
+    # state is a Delta table (issue 44)
+    "int_apply_keys",
+    "cdc_state_watermark",
+    # the key-change lineages planned only when the run's events hold a key change, and the
+    # tables whose images carry different column sets, for the per-column fill
+    "int_history_versions",
+    # helpers of the entries above and of the data tests' scopes (tests/dbt)
+    "cdc_model_relation",
+    "cdc_partition_values",
+    "cdc_scope_predicate",
+    # lake upkeep in on-run-start: orphan table folders of the parquet lake (gone with Delta)
+    "cdc_clear_orphan_table_folders",
+    # reads seeds (the catalog) and registers the raw tables (sources), which the rule allows
+    "cdc_catalog_column_types",
+    "register_raw_tables",
+}
+
+
+def test_no_new_model_or_macro_reads_tables_when_it_compiles(manifest):
+    readers = {
+        node["name"]
+        for node in manifest["nodes"].values()
+        if node["resource_type"] == "model" and any(c in node["raw_code"] for c in COMPILE_TIME_READS)
+    } | {
+        macro["name"]
+        for macro in manifest["macros"].values()
+        if macro["package_name"] == "cdc_changelog" and any(c in macro["macro_sql"] for c in COMPILE_TIME_READS)
+    }
+    assert readers - REMAINING_COMPILE_TIME_READS == set()
+    # an entry whose reads are gone is taken off the list
+    assert REMAINING_COMPILE_TIME_READS - readers == set()

@@ -18,12 +18,6 @@
 ) }}
 
 {%- set watermark = cdc_state_watermark() %}
-{#- whether int_apply_keys (built before this model) rebuilds any key: when none is, the
-    rebuild branch is left out and all of change_log is not read (true at parse time; none is
-    on a first build, without asking) -#}
-{%- set apply_keys = cdc_model_relation('int_apply_keys') if execute else none %}
-{%- set rebuilds_keys = apply_keys is none or (watermark != ''
-    and run_query('select count(*) from ' ~ apply_keys ~ ' where is_rebuilt').rows[0][0] > 0) %}
 
 with
 
@@ -48,41 +42,29 @@ new_events as (
     {{ cdc_key_events('new_changes') }}
 ),
 
-{% if rebuilds_keys %}
+rebuilt_keys as (
+    select key_id from classified
+    where is_rebuilt
+),
 
-    rebuild_changes as (
-        -- every change, for the rebuilt keys (not planned when no key is rebuilt: no scan at all)
-        select * from logged_changes
-    ),
-
-    all_events as (
-        {{ cdc_key_events('rebuild_changes') }}
-    ),
-{% endif %}
+all_events as (
+    -- every event on record: the rebuilt keys' are taken below
+    {{ cdc_key_events('logged_changes') }}
+),
 
 row_events as (
-    {%- if rebuilds_keys %}
-        -- fast path: the new events of a key continued from its current version
-        select new_events.*
-        from new_events
-        left semi join classified
-            on
-                new_events.key_id = classified.key_id
-                and not classified.is_rebuilt
-        union all
-        -- rebuild: every event of the key
-        select all_events.*
-        from all_events
-        left semi join classified
-            on
-                all_events.key_id = classified.key_id
-                and classified.is_rebuilt
-    {%- else %}
-        -- no key is rebuilt: every key with new events is a fast-path key of int_apply_keys
-        -- (which takes its keys from the same new events), so no join picks them out and the
-        -- events are shuffled once, by the windows below
-        select * from new_events
-    {%- endif %}
+    -- fast path: the new events of a key continued from its current version
+    select new_events.*
+    from new_events
+    left semi join classified
+        on
+            new_events.key_id = classified.key_id
+            and not classified.is_rebuilt
+    union all
+    -- rebuild: every event of the key
+    select all_events.*
+    from all_events
+    left semi join rebuilt_keys on all_events.key_id = rebuilt_keys.key_id  -- a broadcast
 ),
 
 key_loads as (

@@ -1,7 +1,7 @@
 {#-
     The table behind the pending_changes mart: changes of transactions whose end has not
     arrived yet; a later run applies them (its working set starts at their first records,
-    cdc_compute_working_set). A run's
+    python_udfs/working_set.py). A run's
     working set (ADR 0007) may read part of a transaction already applied (its later records
     only, in the files of a transaction still pending): such a transaction looks incomplete
     here, and its changes, already in int_changes_logged, are not pending.

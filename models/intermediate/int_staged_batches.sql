@@ -1,9 +1,10 @@
 {#-
     The ingest batches whose records this run's staging models have read and whose changes
-    reached change_log or pending_changes (ADR 0007): the watermark of the next run's working
-    set. Written after both, so a run killed before it reads its new batches again (change_log
-    appends a change_id once). The batches are those the staging models saw as new when they
-    compiled (cdc_working_set), not whatever was committed since.
+    reached int_changes_logged or int_changes_pending (ADR 0007): the watermark of the next
+    run's working set. Written after both, so a run killed before it reads its new batches again
+    (int_changes_logged appends a change_id once). The batches are those the working set of the
+    run (cdc_working_set) names as new, not whatever was committed since; when it reads every
+    batch (a build without `cdc run`), every committed batch not yet listed.
 -#}
 
 {{ config(
@@ -12,13 +13,15 @@
 ) }}
 
 {%- set new_batches = [] -%}
+{%- set reads_everything = [false] -%}
 {%- for kind, feed, batch, source_file, record_offset in cdc_working_set() -%}
     {%- if kind == 'new' -%}
         {%- do new_batches.append(batch) -%}
+    {%- elif kind == 'all' and feed is none -%}
+        {%- do reads_everything.append(true) -%}
     {%- endif -%}
 {%- endfor %}
 
--- depends_on: {{ ref('int_working_set') }}
 -- depends_on: {{ ref('int_changes_logged') }}
 -- depends_on: {{ ref('int_changes_pending') }}
 
@@ -30,7 +33,12 @@ committed_batches as (
     where ingest_batch_id != '00000000T000000000000'
 ),
 
-{% if is_incremental() %}
+{% if is_incremental() and reads_everything | last %}
+    new_batches as (
+        select committed_batches.ingest_batch_id from committed_batches
+        left anti join {{ this }} as staged on committed_batches.ingest_batch_id = staged.ingest_batch_id
+    ),
+{% elif is_incremental() %}
     new_batches as (
         select ingest_batch_id from committed_batches
         where ingest_batch_id in ('{{ new_batches | join("', '") }}')

@@ -1,12 +1,12 @@
 {#-
-    This run's working set (ADR 0007), computed once at the start of the run
-    (cdc_compute_working_set) and read by every staging model and by int_staged_batches when
-    they compile (cdc_working_set): one row per condition, see the macros.
+    This run's working set (ADR 0007, 0020) as `cdc run` decided it before the build and passed
+    it in (macro cdc_working_set): one row per condition, the record of what the staging models
+    of this run read.
 -#}
 
 {{ config(materialized='table') }}
 
-{%- set rows = cdc_compute_working_set() %}
+{%- set rows = cdc_working_set() %}
 
 with
 

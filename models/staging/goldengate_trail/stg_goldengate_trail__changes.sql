@@ -11,8 +11,6 @@
 
 {{ config(enabled=cdc_format_enabled('goldengate_trail')) }}
 
--- depends_on: {{ ref('int_working_set') }}
-
 with
 
 raw_records as (

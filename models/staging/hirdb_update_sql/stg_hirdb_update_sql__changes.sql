@@ -10,8 +10,6 @@
 
 {{ config(enabled=cdc_format_enabled('hirdb_update_sql')) }}
 
--- depends_on: {{ ref('int_working_set') }}
-
 with
 
 raw_lines as (

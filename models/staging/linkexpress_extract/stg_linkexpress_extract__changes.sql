@@ -13,8 +13,6 @@
 
 {{ config(enabled=cdc_format_enabled('linkexpress_extract')) }}
 
--- depends_on: {{ ref('int_working_set') }}
-
 with
 
 raw_records as (

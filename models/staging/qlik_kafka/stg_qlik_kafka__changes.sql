@@ -7,8 +7,6 @@
 
 {{ config(enabled=cdc_format_enabled('qlik_kafka')) }}
 
--- depends_on: {{ ref('int_working_set') }}
-
 with
 
 raw_messages as (
