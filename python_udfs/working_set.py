@@ -127,7 +127,9 @@ select 'trail', feed, first_batch_id, source_file, null from latest_trail_batche
 """
 
 
-def compute_working_set(spark, config: ProjectConfig, schema: str, full_refresh: bool) -> list[list]:
+def compute_working_set(
+    spark, config: ProjectConfig, schema: str, full_refresh: bool
+) -> list[list]:
     """Return this run's working set rows (module docstring) for dbt schema ``schema``.
 
     Reads the manifest and the GoldenGate raw table from their parquet folders under
@@ -137,7 +139,9 @@ def compute_working_set(spark, config: ProjectConfig, schema: str, full_refresh:
     (:data:`EVERYTHING`) with ``full_refresh``, on the first run, or when a state table is
     missing (a run killed while rewriting it). A few small Spark jobs; raises nothing of its own.
     """
-    state = [f"{schema}.{t}" for t in ("int_staged_batches", "int_changes_pending", "int_changes_logged")]
+    state = [
+        f"{schema}.{t}" for t in ("int_staged_batches", "int_changes_pending", "int_changes_logged")
+    ]
     raw = config.lake_root / "raw"
     if full_refresh or not (raw / "raw_ingested_files").is_dir():
         return EVERYTHING
@@ -147,10 +151,13 @@ def compute_working_set(spark, config: ProjectConfig, schema: str, full_refresh:
     reader.parquet(str(raw / "raw_ingested_files")).createOrReplaceTempView("cdc_ws_ingested_files")
     spark.table(state[0]).createOrReplaceTempView("cdc_ws_staged_batches")
     spark.table(state[1]).createOrReplaceTempView("cdc_ws_pending")
-    feeds = [(n, f.format in ORDERED_FORMATS, f.format == "goldengate_trail") for n, f in config.feeds.items()]
-    spark.createDataFrame(feeds, "feed string, is_ordered boolean, is_trail boolean").createOrReplaceTempView(
-        "cdc_ws_feeds"
-    )
+    feeds = [
+        (n, f.format in ORDERED_FORMATS, f.format == "goldengate_trail")
+        for n, f in config.feeds.items()
+    ]
+    spark.createDataFrame(
+        feeds, "feed string, is_ordered boolean, is_trail boolean"
+    ).createOrReplaceTempView("cdc_ws_feeds")
     rows = []
     for kind, feed, batch, source_file, offset in spark.sql(_QUERY).collect():
         if kind == "trail":  # from the last transaction start of the trail's latest file
@@ -171,5 +178,5 @@ def compute_working_set(spark, config: ProjectConfig, schema: str, full_refresh:
 
 
 def to_env(rows: list[list]) -> str:
-    """The value of :data:`ENV_VAR` for ``rows``: compact JSON, read by macro ``cdc_working_set``."""
+    """Return the value of :data:`ENV_VAR` for ``rows``: compact JSON, for ``cdc_working_set``."""
     return json.dumps(rows, separators=(",", ":"))

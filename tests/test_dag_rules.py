@@ -87,7 +87,12 @@ def test_no_staging_model_depends_on_an_intermediate_model(manifest):
 
 
 #: Calls that read the lake's tables when SQL compiles.
-COMPILE_TIME_READS = ("run_query(", "adapter.get_relation(", "cdc_model_relation(", "cdc_partition_values(")
+COMPILE_TIME_READS = (
+    "run_query(",
+    "adapter.get_relation(",
+    "cdc_model_relation(",
+    "cdc_partition_values(",
+)
 
 #: The models and macros that still read a model's table when they compile, and why each is
 #: still here (issue 45 keeps the rest open). A new entry fails the test below: state of earlier
@@ -116,11 +121,13 @@ def test_no_new_model_or_macro_reads_tables_when_it_compiles(manifest):
     readers = {
         node["name"]
         for node in manifest["nodes"].values()
-        if node["resource_type"] == "model" and any(c in node["raw_code"] for c in COMPILE_TIME_READS)
+        if node["resource_type"] == "model"
+        and any(c in node["raw_code"] for c in COMPILE_TIME_READS)
     } | {
         macro["name"]
         for macro in manifest["macros"].values()
-        if macro["package_name"] == "cdc_changelog" and any(c in macro["macro_sql"] for c in COMPILE_TIME_READS)
+        if macro["package_name"] == "cdc_changelog"
+        and any(c in macro["macro_sql"] for c in COMPILE_TIME_READS)
     }
     assert readers - REMAINING_COMPILE_TIME_READS == set()
     # an entry whose reads are gone is taken off the list

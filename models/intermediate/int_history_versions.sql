@@ -6,8 +6,9 @@
     generations).
 
     Set-based: the row after each event holds, for every column its lineage carries, the last
-    value an event of the lineage up to it carried (a window over the lineage's events, one
-    column per position of the table's column set).
+    value an event of the lineage up to it carried: the last image of its segment when every
+    image of the lineage carries the same columns (one window over the lineage's events), else
+    a window per column over the lineage's events with one row per column (compressed images).
     A lineage is a segment of a key (int_apply_events), extended by key changes: the SET of a
     key change continues the old key's segment before the REMOVE of the same change, so the row
     moves to the new key with every column it had. A version opens where the row changes. No
@@ -26,38 +27,12 @@
 ) }}
 
 {%- set generation = cdc_generation() %}
-{#- What the events of this run hold, asked when this model compiles (int_apply_events is built
-    by then): the key-change lineages are planned only when a key change is among them (its
-    is_key_change partition, from the metastore), and the per-column fill only when some
-    table's images carry different column sets (a query over this run's events, a few thousand
-    rows when a run applies a few thousand changes). Left out, each is a dozen joins or windows
-    and scans of int_apply_events that Spark plans and runs on no rows. At parse time and in a
-    dbt unit test (no relation) both are planned, the fill for tables of up to 32 columns. -#}
+{#- whether a key change is among this run's events (the is_key_change partition of
+    int_apply_events, from the metastore): the key-change lineages are planned only then (true
+    at parse time and in a dbt unit test) -#}
 {%- set apply_events_relation = cdc_model_relation('int_apply_events') if execute else none %}
 {%- set plans_key_changes = apply_events_relation is none
     or 'true' in cdc_partition_values(apply_events_relation) %}
-{#- the tables whose images carry different column sets, with the columns their images carry
-    (sorted by name), and the widest such set (0: no table's images differ, and the fill below is
-    left out): the fill takes one window column per position of that set -#}
-{%- set mixed_tables_query -%}
-    select
-        feed,
-        source_schema,
-        source_table,
-        sort_array(array_distinct(flatten(collect_set(map_keys(image))))) as column_names
-    from {{ apply_events_relation or 'apply_events' }}
-    where sets_columns
-    group by feed, source_schema, source_table
-    having min(sort_array(map_keys(image))) != max(sort_array(map_keys(image)))
-{%- endset %}
-{%- set mixed_tables = none if apply_events_relation is none else run_query(
-    'select feed, source_schema, source_table, to_json(column_names) from (' ~ mixed_tables_query ~ ')'
-).rows %}
-{%- set widths = [0] %}
-{%- for table in mixed_tables or [] %}
-    {%- do widths.append(fromjson(table[3]) | length) %}
-{%- endfor %}
-{%- set fill_width = 32 if mixed_tables is none else widths | max %}
 
 with recursive
 
@@ -162,138 +137,90 @@ lineaged as (
     if plans_key_changes else 'seq' %}
 {%- set lineage_order_column = 'lineage_seq' if plans_key_changes else 'seq' %}
 
-{% if fill_width %}
-
-    lineage_tables as (
-        -- the columns the images of the event's table carry, sorted by name, when that table's
-        -- images carry different column sets (null otherwise): found when this model compiles and
-        -- written here as a case per table (no join: the events keep the partitioning by key they
-        -- were read with), or at parse time an aggregate joined
-        {%- if mixed_tables is none %}
-            select
-                lineaged.*,
-                table_columns.column_names as table_column_names
-            from lineaged
-            left join ({{ mixed_tables_query }}) as table_columns
-                on
-                    lineaged.feed = table_columns.feed
-                    and lineaged.source_schema = table_columns.source_schema
-                    and lineaged.source_table = table_columns.source_table
-        {%- else %}
-            select
-                *,
-                case
-                    {%- for feed, source_schema, source_table, column_names in mixed_tables %}
-                        when
-                            feed = {{ cdc_string_literal(feed) }}
-                            and source_schema = {{ cdc_string_literal(source_schema) }}
-                            and source_table = {{ cdc_string_literal(source_table) }}
-                            then array(
-                                {%- for column_name in fromjson(column_names) -%}
-                                    {{ cdc_string_literal(column_name) }}{{ ', ' if not loop.last }}
-                                {%- endfor -%}
-                            )
-                    {%- endfor %}
-                end as table_column_names
-            from lineaged
-        {%- endif %}
-    ),
-{% endif %}
-
 lineage_sequenced as (
-    -- every window over lineages partitions by the lineage's key alone and orders by segment
-    -- first: one shuffle (none without key changes: int_apply_events is bucketed by key) and one
-    -- sort serve them all
+    -- the windows over lineages partition by the lineage's key and order as the lineage's
+    -- events (seq without key changes): one sort serves them all (ADR 0008)
     select
         *,
-        row_number() over (
-            partition by {{ lineage_key_column }}
-            order by {{ lineage_sort_columns }}
-        ) as lineage_seq{% if fill_width %},
-        -- uniform: every image of the lineage key's segments carries the same columns (full
-        -- images, the common case, and every lineage of a table whose images all do), so the
-        -- row after an event is the last image of its segment
+        row_number() over lineage_order as lineage_seq,
+        -- uniform: every image of the lineage carries the same columns (full images, the
+        -- common case), so the row after an event is the last image of its segment
         coalesce(
-            min(case when sets_columns and table_column_names is not null then sort_array(map_keys(image)) end)
-                over lineage_whole
-            = max(case when sets_columns and table_column_names is not null then sort_array(map_keys(image)) end)
-                over lineage_whole,
+            min(case when sets_columns then sort_array(map_keys(image)) end) over lineage_whole
+            = max(case when sets_columns then sort_array(map_keys(image)) end) over lineage_whole,
             true
-        ) as is_uniform
-    {%- endif %}
-    from {{ 'lineage_tables' if fill_width else 'lineaged' }}
-    {%- if fill_width %}
-        window lineage_whole as (partition by {{ lineage_key_column }})
-    {%- endif %}
-),
-
-filled as (
-    -- the last image of the lineage up to each event, and, for a lineage whose images differ,
-    -- each column's last value an image of the lineage carried up to it (one window column per
-    -- position of the table's column set; a struct keeps an explicit NULL apart from an absent
-    -- column), each with the segment it came from: one window, over the lineage's key
-    select
-        *,
-        {%- for position in range(fill_width) %}
-            last(
-                case
-                    when
-                        sets_columns
-                        and not is_uniform
-                        and map_contains_key(image, get(table_column_names, {{ position }}))
-                        then named_struct(
-                            'segment', lineage_segment,
-                            'key', get(table_column_names, {{ position }}),
-                            'value', image[get(table_column_names, {{ position }})]
-                        )
-                end,
-                true
-            ) over lineage_order as filled_{{ position }},
-        {%- endfor %}
+        ) as is_uniform,
         last(
             case when sets_columns then named_struct('segment', lineage_segment, 'image', image) end, true
-        ) over lineage_order as last_image
+        ) over lineage_upto as last_image,
+        -- every column an image of the lineage carries
+        array_distinct(flatten(collect_list(case when sets_columns then map_keys(image) end) over lineage_whole))
+            as column_names
+    from lineaged
+    window
+        lineage_order as (partition by {{ lineage_key_column }} order by {{ lineage_sort_columns }}),
+        lineage_upto as (
+            partition by {{ lineage_key_column }} order by {{ lineage_sort_columns }}
+            rows between unbounded preceding and current row
+        ),
+        lineage_whole as (
+            partition by {{ lineage_key_column }} order by {{ lineage_sort_columns }}
+            rows between unbounded preceding and unbounded following
+        )
+),
+
+column_filled as (
+    -- of a lineage whose images carry different column sets (compressed images), one row per
+    -- event and column, with the last value an image of the lineage carried for the column up
+    -- to the event and the segment it came from (a struct keeps an explicit NULL apart from an
+    -- absent column); of a uniform lineage, the event alone (column_name null). Its windows
+    -- partition by the lineage's key and more: the events keep their partitioning, no shuffle
+    select
+        *,
+        last(
+            case
+                when not is_uniform and sets_columns and map_contains_key(image, column_name)
+                    then named_struct('segment', lineage_segment, 'value', image[column_name])
+            end,
+            true
+        ) over (
+            partition by {{ lineage_key_column }}, column_name
+            order by lineage_seq rows between unbounded preceding and current row
+        ) as filled
     from lineage_sequenced
-    window lineage_order as (
-        partition by {{ lineage_key_column }}
-        order by {{ lineage_order_column }} rows between unbounded preceding and current row
-    )
+        lateral view posexplode(case when is_uniform then array(cast(null as string)) else column_names end)
+        as column_position, column_name
+),
+
+column_gathered as (
+    -- the columns whose last value came from the event's segment, gathered onto its first row
+    select
+        *,
+        sort_array(collect_list(
+            case
+                when filled['segment'] = lineage_segment
+                    then named_struct('key', column_name, 'value', filled['value'])
+            end
+        ) over (partition by {{ lineage_key_column }}, {{ lineage_order_column }})) as gathered_entries
+    from column_filled
 ),
 
 stepped as (
     -- the row after each event, as entries sorted by column name (comparable with =): of a
-    -- uniform lineage, the last image of its segment up to it (the last image of the lineage
-    -- key, when it belongs to the same segment; none: no row); of a lineage whose images differ,
-    -- the columns whose last value came from its segment (ADR 0008)
+    -- uniform lineage, the last image of its segment up to it (none: no row); of a lineage
+    -- whose images differ, the columns whose last value came from its segment (ADR 0008)
     select
-        * except (
-            last_image{% if fill_width %}, table_column_names{% endif %}
-            {%- for position in range(fill_width) %}, filled_{{ position }}{% endfor %}
-        ),
-        {%- if fill_width %}
-            case
-                when is_uniform
-                    then
-                        coalesce(
-                            sort_array(map_entries(case when last_image['segment'] = lineage_segment then last_image['image'] end)),
-                            cast(array() as array<struct<key: string, value: string>>)
-                        )
-                else array_compact(array(
-                    {%- for position in range(fill_width) %}
-                        case
-                            when filled_{{ position }}['segment'] = lineage_segment
-                                then named_struct('key', filled_{{ position }}['key'], 'value', filled_{{ position }}['value'])
-                        end{{ ',' if not loop.last }}
-                    {%- endfor %}
-                ))
-            end as entries
-        {%- else %}
-            coalesce(
-                sort_array(map_entries(case when last_image['segment'] = lineage_segment then last_image['image'] end)),
-                cast(array() as array<struct<key: string, value: string>>)
-            ) as entries
-        {%- endif %}
-    from filled
+        * except (last_image, column_names, column_position, column_name, filled, gathered_entries),
+        case
+            when is_uniform
+                then coalesce(
+                    sort_array(map_entries(case when last_image['segment'] = lineage_segment then last_image['image'] end)),
+                    cast(array() as array<struct<key: string, value: string>>)
+                )
+            else gathered_entries
+        end as entries
+    from column_gathered
+    where column_position = 0
 ),
 
 compared as (
