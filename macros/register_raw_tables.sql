@@ -2,8 +2,10 @@
     {#-
         Register the staging job's parquet datasets under <lake root>/raw/ as external tables
         in schema var('cdc_raw_schema'), and pick up the ingest-batch partitions written since
-        the last run (MSCK REPAIR), except in the raw tables of formats no feed uses. Called
-        from on-run-start; returns a no-op statement.
+        the last run (MSCK REPAIR), except in the raw tables of formats no feed uses; a raw
+        column added by a later release is added to the registered table (ALTER TABLE ADD
+        COLUMNS), the older batches reading it as null. Called from on-run-start; returns a
+        no-op statement.
     -#}
     {% if execute %}
         {% set lake = env_var('CDC_LAKE_ROOT', var('cdc_lake_root')) %}
@@ -27,6 +29,23 @@
                 ~ " using parquet location '" ~ lake ~ '/raw/' ~ table_name ~ "'"
             ) %}
             {% if table_name not in unused %}
+                {#- a raw column this release added (the schema partition holds this release's
+                    columns, python_udfs/staging.py ensure_tables): added to a table registered
+                    before, so the batches staged before read it as null -#}
+                {% set registered = [] %}
+                {% for row in run_query('describe table ' ~ relation).rows %}
+                    {% do registered.append(row[0]) %}
+                {% endfor %}
+                {% set added = [] %}
+                {% for row in run_query(
+                    "describe query select * from parquet.`" ~ lake ~ '/raw/' ~ table_name
+                    ~ "/ingest_batch_id=00000000T000000000000`"
+                ).rows if row[0] not in registered %}
+                    {% do added.append('`' ~ row[0] ~ '` ' ~ row[1]) %}
+                {% endfor %}
+                {% if added %}
+                    {% do run_query('alter table ' ~ relation ~ ' add columns (' ~ added | join(', ') ~ ')') %}
+                {% endif %}
                 {% do run_query('msck repair table ' ~ relation) %}
                 {% do run_query('refresh table ' ~ relation) %}
             {% endif %}

@@ -817,17 +817,24 @@ class Stager:
         return self.raw_root / table
 
     def ensure_tables(self) -> None:
-        """Create every raw table's folder with an empty schema partition if it has none.
+        """Give every raw table's folder an empty schema partition of this release's columns.
 
         One empty parquet file per table, in partition :data:`SCHEMA_PARTITION`, written with
         pyarrow (no Spark job) under a temporary name and renamed into place, so a table has
-        its schema before it has data.
+        its schema before it has data. A schema file of an earlier release (a raw column added
+        since, such as ``start_write_timestamp``) is written again: ``register_raw_tables``
+        adds the new columns to the registered table, and the batches staged before read them
+        as null.
         """
+        import pyarrow.parquet as pq
+
         for table in RAW_TABLES:
             folder = self._table_path(table) / f"ingest_batch_id={SCHEMA_PARTITION}"
-            if not (folder.is_dir() and any(folder.glob("*.parquet"))):
-                empty = arrow_schema(table).empty_table()
-                _write_file_in_place(empty, folder, "part-00000-schema.parquet")
+            files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+            if files and pq.read_schema(files[0]).remove_metadata() == arrow_schema(table):
+                continue
+            empty = arrow_schema(table).empty_table()
+            _write_file_in_place(empty, folder, "part-00000-schema.parquet")
 
     def committed_batches(self) -> set[str]:
         """Return the ids of batches whose manifest rows were written (committed batches).

@@ -10,8 +10,9 @@ files first) and each round is one ``cdc run``.
 Cases a format cannot express, and why:
 - TRUNCATE: Qlik change tables and Kafka messages of this simulator carry none.
 - key change: a Linkexpress UPDATE record holds the after image only.
-- full load replacing a table mid-stream: only Linkexpress full extracts (Qlik full loads sit at
-  position zero, before every change; GoldenGate and HiRDB files hold no loads).
+- full load replacing a table mid-stream: Linkexpress full extracts, and a Qlik change-table
+  reload with option ``load_position: dfm_start`` (at the default, position zero, a Qlik full
+  load sits before every change; GoldenGate and HiRDB files hold no loads).
 - duplicates at one position: only the Qlik formats carry their position in the record;
   elsewhere a position is the file name and offset.
 - open transaction: Qlik change tables have no transaction boundaries.
@@ -39,6 +40,7 @@ from simulator.database import (
 )
 from simulator.feeds import write_feed
 from simulator.linkexpress_extract import lx_record
+from simulator.qlik_change_tables import _write_ct_file
 from tests.spark_project import read_mart
 from tests.two_rounds import Contribution
 
@@ -277,6 +279,35 @@ def _write_full_load(folder: Path):
     }
 
 
+def _write_reload(folder: Path):
+    """Qlik change tables, option ``load_position: dfm_start``: INSERTs of keys 1 and 2, then a
+    reload (``LOAD00000002``, its ``.dfm`` started writing between the two transactions) of the
+    table as it stood then, key 1 changed and key 3 new, key 2 gone, then an UPDATE of key 1.
+    The reload supersedes the changes before it, and the UPDATE applies on top. At the default
+    position (zeros) the reload would sort first: key 2 would stay and key 1's INSERT would win."""
+    s = Script("ct")
+    r1, r2, r1_reloaded, r3, r1_after = s.row(1), s.row(2), s.row(1, 1), s.row(3), s.row(1, 2)
+    s.transaction(("INSERT", None, r1))  # one transaction per change-table file
+    s.transaction(("INSERT", None, r2))
+    reloaded_at = s.clock + dt.timedelta(seconds=5, milliseconds=250)
+    s.transaction(("UPDATE", r1_reloaded, r1_after))
+    write_feed(s.simulation(), FORMATS["ct"], folder, OPTIONS["ct"])
+    load_dir = folder / s.table.topic
+    for path in load_dir.glob("LOAD00000001.*"):  # the initial load, empty here
+        path.unlink()
+    rows = [([r[c.name] for c in s.table.columns], None) for r in (r1_reloaded, r3)]
+    _write_ct_file(s.table, load_dir, "LOAD00000002", rows, "csv_dfm", with_headers=False)
+    dfm_path = load_dir / "LOAD00000002.dfm"
+    dfm = json.loads(dfm_path.read_text(encoding="utf-8"))
+    dfm["fileInfo"]["startWriteTimestamp"] = reloaded_at.isoformat(timespec="milliseconds")
+    dfm_path.write_text(json.dumps(dfm), encoding="utf-8")
+    return {s.pk(1): r1_after, s.pk(3): r3}, {
+        s.pk(1): [("INSERT", False, r1), ("LOAD", False, r1_reloaded), ("UPDATE", False, r1_after)],
+        s.pk(2): [("INSERT", False, r2), ("LOAD", True, r2)],
+        s.pk(3): [("LOAD", False, r3)],
+    }
+
+
 def _earlier_half(folder: Path) -> list[Path]:
     """The change files of the first half of the feed's file names (a .csv with its .dfm)."""
     files = [p for p in folder.rglob("*") if p.is_file() and "schemas" not in p.parts]
@@ -314,10 +345,13 @@ def prepare(src: Path) -> Contribution:
                 _duplicate(folder, short, scenario.name == "dupconflict", name)
     feeds["fullload_lx"] = "lx"
     expected["fullload_lx"] = _write_full_load(src / "fullload_lx")
+    feeds["reload_ct"] = "ct"
+    expected["reload_ct"] = _write_reload(src / "reload_ct")
     specs = {
         feed: (FORMATS[short], {k: v for k, v in OPTIONS[short].items() if k not in WRITER_ONLY})
         for feed, short in feeds.items()
     }
+    specs["reload_ct"][1]["load_position"] = "dfm_start"
     folders = [src / feed for feed in feeds]
 
     def land_round1(src: Path, landing: Path) -> None:
@@ -366,7 +400,8 @@ def _state(lake: Path) -> dict:
 
 
 CASES = [(scenario.name, short) for scenario in SCENARIOS for short in scenario.formats] + [
-    ("fullload", "lx")
+    ("fullload", "lx"),
+    ("reload", "ct"),
 ]
 
 

@@ -99,7 +99,7 @@ COMPILE_TIME_READS = (
 #: runs is a declared source or ``this``, and a run's plan is not chosen from data.
 REMAINING_COMPILE_TIME_READS = {
     # the previous key state and its watermark (table property): a declared source once the
-    # state is a Delta table (issue 44)
+    # state is a Delta table (issue 44); and whether a key change is on record (ADR 0020)
     "int_apply_keys",
     "cdc_state_watermark",
     # the key-change lineages planned only when the run's events hold a key change, and the

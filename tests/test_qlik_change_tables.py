@@ -1,7 +1,10 @@
+import pytest
+
 from python_udfs.canonical import mask_set_bits
 from python_udfs.qlik_change_tables.decoder import (
     DEFAULT_HEADER_FIELDS,
     decode_change_table_file,
+    start_write_timestamp,
     table_from_path,
 )
 from python_udfs.records import MetadataColumn
@@ -200,3 +203,52 @@ def test_an_unclosed_quote_rejects_its_line_and_the_next_records_still_land():
     (reject,) = result.rejects
     assert data[reject.offset : reject.offset + reject.length] == broken.encode()
     assert reject.reason == "bad_quoting"
+
+
+def _with_start(dfm_text: str, start: str) -> str:
+    import json
+
+    doc = json.loads(dfm_text)
+    doc["fileInfo"] = {"startWriteTimestamp": start}
+    return json.dumps(doc)
+
+
+LOAD_DFM = _dfm([("ID", "INT4", 0, 1), ("NAME", "STRING", 0, 0)])
+
+
+@pytest.mark.parametrize("columnar", [False, True])
+def test_rows_carry_the_dfm_start_write_timestamp(columnar):
+    sidecar = _with_start(LOAD_DFM, "2024-05-01T09:00:15.250")
+    result = decode_change_table_file(
+        b"1,Ann\n2,Bo\n", file_name="S.T/LOAD00000002.csv", sidecar=sidecar, columnar=columnar
+    )
+    rows = result.table.to_pylist() if result.table is not None else result.rows
+    assert [r["start_write_timestamp"] for r in rows] == ["2024-05-01T09:00:15.250"] * 2
+    assert result.rejects == []
+
+
+def test_the_real_sample_has_an_empty_start_write_timestamp(samples):
+    sidecar = (samples / f"{SAMPLE}.dfm").read_text(encoding="utf-8")
+    assert start_write_timestamp(sidecar) is None
+    _, result = decode_sample(samples)
+    assert result.rows and all("start_write_timestamp" not in r for r in result.rows)
+
+
+@pytest.mark.parametrize("start", ["", "yesterday", None])
+def test_dfm_start_rejects_a_full_load_file_without_a_start_write_timestamp(start):
+    sidecar = LOAD_DFM if start is None else _with_start(LOAD_DFM, start)
+    data = b"1,Ann\n2,Bo\n"
+    options = {"load_position": "dfm_start"}
+    result = decode_change_table_file(
+        data, file_name="S.T/LOAD00000002.csv", sidecar=sidecar, options=options
+    )
+    assert result.rows == [] and result.table is None
+    assert [(r.reason, r.offset, r.length) for r in result.rejects] == [
+        ("no_start_write_timestamp", 0, len(data))
+    ]
+    # the default position (zeros) needs none, and a change-table file under dfm_start neither
+    assert len(decode_change_table_file(data, file_name="S.T/LOAD1.csv", sidecar=sidecar).rows)
+    empty = decode_change_table_file(
+        b"", file_name="S.T/LOAD00000002.csv", sidecar=sidecar, options=options
+    )
+    assert empty.rejects == []  # a full-load file without rows has nothing to position

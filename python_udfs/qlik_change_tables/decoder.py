@@ -49,7 +49,7 @@ OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
     "header_columns": (None, None),
     "ct_suffix": ("__ct", None),
     "truncate_oper_code": (None, None),
-    "load_position": ("zeros", ("zeros",)),
+    "load_position": ("zeros", ("zeros", "dfm_start")),
     "update_unmasked_columns": ("trust_values", ("trust_values", "absent")),
     "unmatched_before_image": ("reject", ("reject", "drop_with_count")),
     "subsecond_overflow": ("truncate", ("truncate", "reject")),
@@ -267,6 +267,25 @@ def _dialect(options: Mapping[str, Any], dfm: Mapping[str, Any] | None) -> CsvDi
     )
 
 
+#: ``fileInfo.startWriteTimestamp`` of a ``.dfm`` as Replicate writes it: a date and a time of
+#: day, ``T`` or a space between them, an optional fraction (UTC; formats/qlik_change_tables.md).
+_START_WRITE_RE = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?")
+
+
+def start_write_timestamp(sidecar: str | None) -> str | None:
+    """Return the ``.dfm``'s ``fileInfo.startWriteTimestamp`` text, or None when it has none.
+
+    ``sidecar`` is the ``.dfm`` text. None too when it is not JSON (the decoder then rejects
+    the file) or the value is empty (the real sample's ``""``). Never raises.
+    """
+    try:
+        info = json.loads(sidecar or "null") or {}
+        value = (info.get("fileInfo") or {}).get("startWriteTimestamp")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) and value.strip() else None
+
+
 def decode_change_table_file(
     data: bytes,
     *,
@@ -275,6 +294,56 @@ def decode_change_table_file(
     catalog: Mapping[tuple[str, str], list[MetadataColumn]] | None = None,
     options: Mapping[str, Any] | None = None,
     columnar: bool = False,
+) -> DecodeResult:
+    """Decode one change-table or full-load file: :func:`_decode_file`, plus the ``.dfm`` start.
+
+    Every row (and ``result.table``) also holds ``start_write_timestamp``: the ``.dfm``'s
+    ``fileInfo.startWriteTimestamp`` as written (null without one). With option
+    ``load_position: dfm_start`` a full-load file's LOAD rows take their change position from
+    it (staging model), so a full-load file with rows whose ``.dfm`` has none, or not as a date
+    and time, is rejected whole (reason ``no_start_write_timestamp``): its rows would have no
+    position.
+    """
+    opts = {**DEFAULT_OPTIONS, **(options or {})}
+    start = start_write_timestamp(sidecar)
+    result = _decode_file(
+        data,
+        file_name=file_name,
+        sidecar=sidecar,
+        catalog=catalog,
+        options=opts,
+        columnar=columnar,
+    )
+    rows = result.table.num_rows if result.table is not None else len(result.rows)
+    if (
+        rows
+        and opts["load_position"] == "dfm_start"
+        and table_from_path(file_name, opts["ct_suffix"])[2]
+        and not (start and _START_WRITE_RE.fullmatch(start.strip()))
+    ):
+        message = f"load_position dfm_start: {file_name} has no .dfm startWriteTimestamp"
+        rejected = DecodeResult(consumed_end=len(data), metadata=result.metadata)
+        rejected.rejects.append(
+            Reject.of(data, 0, len(data), 0, "no_start_write_timestamp", message)
+        )
+        return rejected
+    if start is not None:
+        if result.table is not None:
+            column = pa.repeat(pa.scalar(start, pa.string()), result.table.num_rows)
+            result.table = result.table.append_column("start_write_timestamp", column)
+        for row in result.rows:
+            row["start_write_timestamp"] = start
+    return result
+
+
+def _decode_file(
+    data: bytes,
+    *,
+    file_name: str,
+    sidecar: str | None,
+    catalog: Mapping[tuple[str, str], list[MetadataColumn]] | None,
+    options: Mapping[str, Any],
+    columnar: bool,
 ) -> DecodeResult:
     """Decode one change-table or full-load file into raw rows and rejects.
 

@@ -19,6 +19,7 @@ RAW_COLUMNS = (
     ("source_schema", STR),
     ("source_table", STR),
     ("table_version", I64),
+    ("start_write_timestamp", STR),
     ("file_kind", STR),
     ("header__change_seq", STR),
     ("header__change_oper", STR),

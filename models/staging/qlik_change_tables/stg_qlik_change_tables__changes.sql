@@ -2,7 +2,8 @@
     Qlik Replicate change tables in the canonical change event shape (DESIGN.md §5).
     Before images (change_oper B) are paired with their UPDATE as the vendor's documented
     self-join on change_seq does (seeds/qlik_change_tables_ja.txt), by a window over the
-    position; full-load rows become LOAD.
+    position; full-load rows become LOAD, at 35 zeros (before every change) or, with option
+    load_position dfm_start, at the start of writing of their file (a reload).
 -#}
 
 {{ config(enabled=cdc_format_enabled('qlik_change_tables')) }}
@@ -29,6 +30,14 @@ classified as (
             else header__operation
         end as operation,
         case
+            -- option load_position dfm_start: the time part of a change_seq (YYYYMMDDHHmmSShh,
+            -- UTC) of the .dfm's fileInfo.startWriteTimestamp, then 19 zeros: after the changes
+            -- made before the (re)load started, before those cached during it
+            when file_kind = 'full_load'
+                and {{ cdc_feed_option('qlik_change_tables', 'load_position', 'zeros') }} = 'dfm_start'
+                then concat(
+                    date_format(cast(start_write_timestamp as timestamp), 'yyyyMMddHHmmssSS'), repeat('0', 19)
+                )
             when file_kind = 'full_load' then repeat('0', 35)
             else header__change_seq
         end as change_position
