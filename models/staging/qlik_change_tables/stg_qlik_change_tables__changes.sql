@@ -33,7 +33,8 @@ classified as (
             -- option load_position dfm_start: the time part of a change_seq (YYYYMMDDHHmmSShh,
             -- UTC) of the .dfm's fileInfo.startWriteTimestamp, then 19 zeros: after the changes
             -- made before the (re)load started, before those cached during it
-            when file_kind = 'full_load'
+            when
+                file_kind = 'full_load'
                 and {{ cdc_feed_option('qlik_change_tables', 'load_position', 'zeros') }} = 'dfm_start'
                 then concat(
                     date_format(cast(start_write_timestamp as timestamp), 'yyyyMMddHHmmssSS'), repeat('0', 19)
