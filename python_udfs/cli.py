@@ -262,7 +262,8 @@ def run(
     """Stage, then ``dbt build`` in the same SparkSession. Returns ``(summary, dbt_ok, built)``.
 
     Before the build, the run's working set (:mod:`python_udfs.working_set`) is decided once
-    and passed to dbt in ``CDC_WORKING_SET``. ``verbose`` prints one line per staged file and dbt's whole output (:func:`dbt_build`).
+    and passed to dbt in ``CDC_WORKING_SET``. ``verbose`` prints one line per staged file and
+    dbt's whole output (:func:`dbt_build`).
 
     What the build does depends on what changed since the last successful build
     (:mod:`python_udfs.build_state`, ADR 0009):
