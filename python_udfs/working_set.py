@@ -31,6 +31,7 @@ import json
 from typing import Any
 
 from python_udfs.config import ProjectConfig
+from python_udfs.staging import SCHEMA_PARTITION
 
 #: The environment variable ``cdc run`` passes the working set in (a JSON array of rows).
 ENV_VAR = "CDC_WORKING_SET"
@@ -49,7 +50,6 @@ files as (
         feed, ingest_batch_id, source_file, byte_start, rows, status,
         regexp_extract(source_file, '[^/]+$', 0) as file_name
     from cdc_ws_ingested_files
-    where ingest_batch_id != '00000000T000000000000'  -- the schema partition
 ),
 
 applied as (
@@ -148,7 +148,10 @@ def compute_working_set(
     if not all(spark.catalog.tableExists(t) for t in state):
         return EVERYTHING
     reader = spark.read.option("mergeSchema", "false")
-    reader.parquet(str(raw / "raw_ingested_files")).createOrReplaceTempView("cdc_ws_ingested_files")
+    manifest = reader.parquet(str(raw / "raw_ingested_files"))
+    manifest.where(manifest.ingest_batch_id != SCHEMA_PARTITION).createOrReplaceTempView(
+        "cdc_ws_ingested_files"
+    )
     spark.table(state[0]).createOrReplaceTempView("cdc_ws_staged_batches")
     spark.table(state[1]).createOrReplaceTempView("cdc_ws_pending")
     feeds = [
@@ -158,10 +161,11 @@ def compute_working_set(
     spark.createDataFrame(
         feeds, "feed string, is_ordered boolean, is_trail boolean"
     ).createOrReplaceTempView("cdc_ws_feeds")
-    rows = []
+    rows, trail = [], None
     for kind, feed, batch, source_file, offset in spark.sql(_QUERY).collect():
         if kind == "trail":  # from the last transaction start of the trail's latest file
-            trail = reader.parquet(str(raw / "raw_goldengate_trail"))
+            if trail is None:  # one listing of the raw table for every GoldenGate feed
+                trail = reader.parquet(str(raw / "raw_goldengate_trail"))
             start = (
                 trail.where(
                     (trail.feed == feed)
