@@ -68,7 +68,11 @@ def test_no_staging_or_intermediate_model_depends_on_a_mart(manifest):
 def test_the_apply_chain_reads_the_change_log_store_and_readers_the_mart(manifest):
     models = {n["name"]: n for n in _models(manifest).values()}
     assert models["change_log"]["config"]["materialized"] == "view"
-    assert models["change_log"]["depends_on"]["nodes"] == ["model.cdc_changelog.int_changes_logged"]
+    # the catalog too: a change logged before its table was declared is shown keyed (ADR 0021)
+    assert sorted(models["change_log"]["depends_on"]["nodes"]) == [
+        "model.cdc_changelog.int_catalog_tables",
+        "model.cdc_changelog.int_changes_logged",
+    ]
     for name in ("int_apply_keys", "int_apply_events", "int_key_changes", "int_table_resets"):
         assert "model.cdc_changelog.int_changes_logged" in models[name]["depends_on"]["nodes"]
 

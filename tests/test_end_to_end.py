@@ -990,7 +990,8 @@ def _keyless_feed_log(two_rounds, table: tuple[str, str, str]) -> tuple[list[dic
 def test_changes_of_a_table_declared_without_key_are_logged_and_reported(two_rounds):
     """A catalog table with no key column: its changes are in change_log with no primary key,
     never in current state, and every run warns about them (changes_of_tables_without_primary_key,
-    one row per such table); the feed's tables declared with a key are applied."""
+    one row per such table); the feed's tables declared with a key are applied, the one
+    declared late too."""
     contribution = two_rounds.contributions["keyless"]
     sim, lake = contribution.expected, two_rounds.lake
     (keyless,) = contribution.keyless
@@ -1001,23 +1002,47 @@ def test_changes_of_a_table_declared_without_key_are_logged_and_reported(two_rou
     assert log and all(r["primary_key"] is None and r["is_in_catalog"] for r in log)
     assert all(r["primary_key"] is not None for r in others if r["source_table"] != missing[2])
     assert _state(lake)[KEYLESS_FEED] == {
-        k: v for k, v in sim.final_state.items() if v and k not in (keyless[1:], missing[1:])
+        k: v for k, v in sim.final_state.items() if v and k != keyless[1:]
     }
 
 
-def test_changes_of_a_table_missing_from_the_catalog_stay_unapplied_and_reported(two_rounds):
+def test_changes_of_a_table_declared_after_they_were_logged_are_applied_without_full_refresh(
+    two_rounds,
+):
     """A table left out of the catalog in round 1 and declared before round 2, all of its files
-    landed in round 1: its changes are in change_log as not in the catalog, with no primary
-    key, and declaring the table does not key them (change_log keeps what each change was
-    logged with; a full refresh does, as the warning says). Both runs warn, one row for the
-    table (changes_of_tables_not_in_catalog), and it has no row in current state."""
+    landed in round 1 (issue 46 item 2, ADR 0021). Round 1 logs its changes as not in the
+    catalog, with no primary key, applies none of them and warns, one row for the table
+    (changes_of_tables_not_in_catalog). Round 2, a plain run with no new file of the table,
+    logs them again with their key: change_log shows each change once, keyed, and current
+    state holds the table as the simulation ends it. The other tables' changes are not logged
+    again."""
     contribution = two_rounds.contributions["keyless"]
+    sim, lake = contribution.expected, two_rounds.lake
     (missing,) = contribution.undeclared
-    for run in (two_rounds.round1, two_rounds.round2):
-        assert "WARN 1 changes_of_tables_not_in_catalog" in run.stdout, run.stdout[-3000:]
-    log, _others = _keyless_feed_log(two_rounds, missing)
-    assert log and all(not r["is_in_catalog"] and r["primary_key"] is None for r in log)
-    assert missing[1:] not in _state(two_rounds.lake)[KEYLESS_FEED]
+    assert "WARN 1 changes_of_tables_not_in_catalog" in two_rounds.round1.stdout
+    assert "WARN 1 changes_of_tables_not_in_catalog" not in two_rounds.round2.stdout
+    first = [
+        r
+        for r in two_rounds.after_round1["change_log"]
+        if (r["feed"], r["source_schema"], r["source_table"]) == missing
+    ]
+    assert first and all(not r["is_in_catalog"] and r["primary_key"] is None for r in first)
+    # the store (read_mart reads the change_log view's table) keeps round 1's keyless rows and
+    # holds each change once more, keyed; the view leaves the keyless rows out
+    log, others = _keyless_feed_log(two_rounds, missing)
+    keyed = [r for r in log if r["is_in_catalog"]]
+    assert sorted(r["change_id"] for r in keyed) == sorted(r["change_id"] for r in first)
+    assert sorted(r["change_id"] for r in log if not r["is_in_catalog"]) == sorted(
+        r["change_id"] for r in first
+    )
+    row_changes = [r for r in keyed if r["operation"] in ("INSERT", "UPDATE", "DELETE", "LOAD")]
+    assert row_changes and all(r["primary_key"] is not None and r["key_id"] for r in row_changes)
+    assert len({r["change_id"] for r in others}) == len(others)
+    # the run's summary counts the change_log view: each change of the feed once
+    feed_log = [r for r in read_mart(lake, "change_log") if r["feed"] == KEYLESS_FEED]
+    assert summary_figures(two_rounds.round2.stdout)[KEYLESS_FEED][1] == len(feed_log) - len(first)
+    assert sim.final_state[missing[1:]]
+    assert _state(lake)[KEYLESS_FEED][missing[1:]] == sim.final_state[missing[1:]]
 
 
 def test_little_endian_trails_with_metadata_records_growing_between_runs(two_rounds):

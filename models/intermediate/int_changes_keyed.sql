@@ -3,7 +3,8 @@
     the key of their before image when it carries every key column (an UPDATE whose
     before_primary_key differs from primary_key changed the key, DESIGN.md §6.3), and their
     key_id and before_key_id (cdc_key_id): computed here once, the one key column of every
-    join downstream.
+    join downstream. A change logged before its table was declared gets its key in
+    int_changes_logged, with the same macros.
 -#}
 
 with
@@ -19,16 +20,7 @@ catalog_tables as (
 keyed as (
     select
         changes.*,
-        {{ cdc_primary_key('catalog_tables.key_column_names', 'changes.before_image', 'changes.after_image') }}
-            as primary_key,
-        case
-            when
-                changes.before_image is not null
-                and size(catalog_tables.key_column_names) > 0
-                and forall(catalog_tables.key_column_names, k -> map_contains_key(changes.before_image, k))
-                then {{ cdc_primary_key('catalog_tables.key_column_names', 'changes.before_image', 'cast(null as map<string, string>)') }}
-        end as before_primary_key,
-        catalog_tables.source_table is not null as is_in_catalog
+        {{ cdc_key_columns('changes', 'catalog_tables') }}
     from changes
     left join catalog_tables
         on

@@ -6,6 +6,12 @@
     ADR 0007) whose change_id is not in the log yet. Re-delivered changes (same change_id) are
     never appended twice, so a run killed half way and started again appends exactly what is
     missing.
+
+    A table declared late (ADR 0021): changes logged while their table was not in the catalog,
+    or had no key columns, have no key. Once the catalog gives the table one, the next run
+    appends them again, keyed, in its own generation, so the apply chain applies them for that
+    table alone; the first rows stay and the change_log mart leaves them out. A change is
+    logged again once: not when the log holds a row of its change_id with its key.
 -#}
 
 {{ config(
@@ -14,6 +20,17 @@
     on_schema_change='fail',
     partition_by=['applied_generation'],
 ) }}
+
+{%- set columns = [
+    'change_id', 'feed', 'source_schema', 'source_table', 'change_position', 'operation',
+    'transaction_id', 'primary_key', 'before_primary_key', 'key_id', 'before_key_id',
+    'transaction_sequence', 'before_image', 'after_image', 'changed_columns', 'is_in_catalog',
+    'committed_at', 'source_file', 'record_offset', 'record_index', 'ingest_batch_id',
+] -%}
+{#- the columns a change's key gives it (cdc_key_columns, cdc_key_id) -#}
+{%- set key_columns = ['primary_key', 'before_primary_key', 'key_id', 'before_key_id', 'is_in_catalog'] %}
+
+-- depends_on: {{ ref('int_catalog_tables') }}
 
 with
 
@@ -27,16 +44,47 @@ committed_changes as (
 ),
 
 {% if is_incremental() %}
+catalog_tables as (
+    select * from {{ ref('int_catalog_tables') }}
+),
+
+logged_keyless as (
+    -- rows logged without the key the catalog now gives them (cdc_logged_without_key), the
+    -- latest of each change; row groups without a keyless row are skipped by their
+    -- statistics (is_in_catalog, primary_key's null count)
+    select
+        logged.*,
+        row_number() over (partition by logged.change_id order by logged.applied_generation desc) as logged_rank
+    from {{ this }} as logged
+    inner join catalog_tables
+        on
+            logged.feed = catalog_tables.feed
+            and logged.source_schema = catalog_tables.source_schema
+            and logged.source_table = catalog_tables.source_table
+    where
+        (not logged.is_in_catalog or logged.primary_key is null)
+        and {{ cdc_logged_without_key('logged', 'catalog_tables') }}
+),
+
 candidate_ids as (
     select change_id from committed_changes
+    union all
+    select change_id from logged_keyless
 ),
 
 applied_changes as (
     -- the run's candidates already in the log: a semi-join whose small side (this run's
     -- working set) is broadcast, so the log is read once, by its change_id column, unshuffled
-    select applied.change_id
+    select
+        applied.change_id,
+        {{ cdc_logged_without_key('applied', 'catalog_tables') }} as is_keyless
     from {{ this }} as applied
     left semi join candidate_ids on applied.change_id = candidate_ids.change_id
+    left join catalog_tables
+        on
+            applied.feed = catalog_tables.feed
+            and applied.source_schema = catalog_tables.source_schema
+            and applied.source_table = catalog_tables.source_table
 ),
 
 new_changes as (
@@ -44,6 +92,34 @@ new_changes as (
     from committed_changes
     left anti join applied_changes
         on committed_changes.change_id = applied_changes.change_id
+),
+
+declared_late as (
+    -- logged again once: unless the log holds a row of the change with its key
+    select
+        {%- for column in columns if column not in key_columns %}
+            logged_keyless.{{ column }},
+        {%- endfor %}
+        {{ cdc_key_columns('logged_keyless', 'catalog_tables') }}
+    from logged_keyless
+    inner join catalog_tables
+        on
+            logged_keyless.feed = catalog_tables.feed
+            and logged_keyless.source_schema = catalog_tables.source_schema
+            and logged_keyless.source_table = catalog_tables.source_table
+    left anti join applied_changes
+        on
+            logged_keyless.change_id = applied_changes.change_id
+            and not applied_changes.is_keyless
+    where logged_keyless.logged_rank = 1
+),
+
+late_changes as (
+    select
+        *,
+        {{ cdc_key_id('feed', 'source_schema', 'source_table', 'primary_key') }} as key_id,
+        {{ cdc_key_id('feed', 'source_schema', 'source_table', 'before_primary_key') }} as before_key_id
+    from declared_late
 ),
 {% else %}
     new_changes as (
@@ -53,29 +129,16 @@ new_changes as (
 
 final as (
     select
-        change_id,
-        feed,
-        source_schema,
-        source_table,
-        change_position,
-        operation,
-        transaction_id,
-        primary_key,
-        before_primary_key,
-        key_id,
-        before_key_id,
-        transaction_sequence,
-        before_image,
-        after_image,
-        changed_columns,
-        is_in_catalog,
-        committed_at,
-        source_file,
-        record_offset,
-        record_index,
-        ingest_batch_id,
+        {{ columns | join(', ') }},
         '{{ cdc_generation() }}' as applied_generation
     from new_changes
+    {%- if is_incremental() %}
+        union all
+        select
+            {{ columns | join(', ') }},
+            '{{ cdc_generation() }}' as applied_generation
+        from late_changes
+    {%- endif %}
 )
 
 select * from final

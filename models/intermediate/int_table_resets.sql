@@ -2,12 +2,15 @@
     Table resets (DESIGN.md §6.2, §6.4): every TRUNCATE, and the start of every full load (the
     first row, in change order, of the LOAD rows of one table and one transaction). A reset
     removes every row of the table with an earlier position; the load's rows then set theirs.
+    Only of catalog tables: a table not in the catalog has no key to remove, and its changes
+    are logged again with their key when it is declared (ADR 0021).
 -#}
 
 with
 
 logged_changes as (
     select * from {{ ref('int_changes_logged') }}
+    where is_in_catalog
 ),
 
 truncates as (

@@ -1,9 +1,8 @@
 {{ config(severity='warn') }}
 {#-
     Changes of tables missing from seeds/cdc_columns.csv have no primary key and do not reach
-    current state. Add the table (or run `cdc scaffold`), then `cdc run -- --full-refresh`:
-    change_log keeps the key each change was logged with, so a plain run applies only the
-    changes logged after the table is declared.
+    current state. Add the table (or run `cdc scaffold`), then `cdc run`: the next run logs
+    them again with their key and applies them (ADR 0021), and change_log shows them keyed.
 
     A warning blocks nothing, so the test also hangs off int_staged_batches (depends_on), a
     model no other model reads, as conflicting_duplicate_changes does: dbt build then runs it

@@ -4,8 +4,8 @@
     column of seeds/cdc_columns.csv): change_log holds them, but without a primary key they
     never reach current_state or history (DESIGN.md §6 applies changes per key). Set the
     primary_key_position of the table's key columns (a unique index's columns serve), then
-    rebuild with `cdc run -- --full-refresh`: change_log keeps the key each change was logged
-    with, so only a full refresh keys the changes logged before. Tables missing from the
+    `cdc run`: the next run logs the changes logged before again, with their key, and applies
+    them (ADR 0021). Tables missing from the
     catalog altogether are changes_of_tables_not_in_catalog's.
 
     The keyless tables are read from the catalog when the test compiles (a few rows): when
