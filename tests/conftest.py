@@ -98,7 +98,8 @@ def clean_run(tmp_path_factory):
 def two_rounds(tmp_path_factory):
     """The two-round project of ``tests/two_rounds.py``: the apply scenarios, the HiRDB and
     Linkexpress rounds, the little-endian trails, a Qlik feed with a table declared without key
-    columns and one missing from the catalog in round 1, and the restage of a table declared late,
+    columns and one missing from the catalog in round 1, three feeds whose tables only their
+    own metadata declares, and the restage of a table declared late,
     landed in two rounds, one ``cdc run`` each (see :func:`tests.two_rounds.run` for what it
     returns). Declaring the late tables changes the seeds, so round 2 is a whole build; the
     oracle's second round is the data-only one (``test_end_to_end``)."""
@@ -117,6 +118,7 @@ def two_rounds(tmp_path_factory):
             "japanese": test_end_to_end_japanese.prepare,
             "little_endian": test_end_to_end.prepare_little_endian,
             "keyless": test_end_to_end.prepare_keyless,
+            "discovered": test_end_to_end.prepare_discovered,
             "restage": test_restage.prepare,
         },
     )

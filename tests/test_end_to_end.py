@@ -963,14 +963,20 @@ def prepare_keyless(src: Path) -> Contribution:
     ``expected`` is the simulation."""
     sim = simulate(seed=21, load_rows=4, transactions=16)
     write_feed(sim, "qlik_change_tables", src / KEYLESS_FEED)
+    tables = {table.name: table for table in tables_for("qlik_change_tables")}
+    # the missing table's files all carry their column metadata (.dfm), so they decode without
+    # the catalog (SALES.ORDER_LINES's full load has none: a reject that `cdc restage` decodes);
+    # its .dfm files name no key column, as the real sample's do, so nothing declares its key
+    missing, keyless = tables["CUSTOMERS"], tables["EMPLOYEES"]
+    for dfm in (src / KEYLESS_FEED).glob(f"{missing.schema}.{missing.name}*/*.dfm"):
+        sidecar = json.loads(dfm.read_text(encoding="utf-8"))
+        for column in sidecar["dataInfo"]["columns"]:
+            column["primaryKeyPos"] = 0
+        dfm.write_text(json.dumps(sidecar), encoding="utf-8")
 
     def land_round1(src: Path, landing: Path) -> None:
         shutil.copytree(src / KEYLESS_FEED, landing / KEYLESS_FEED)
 
-    tables = {table.name: table for table in tables_for("qlik_change_tables")}
-    # the missing table's files all carry their column metadata (.dfm), so they decode without
-    # the catalog (SALES.ORDER_LINES's full load has none: a reject that `cdc restage` decodes)
-    missing, keyless = tables["CUSTOMERS"], tables["EMPLOYEES"]
     return Contribution(
         {KEYLESS_FEED: ("qlik_change_tables", {"mask_bit_order": "lsb_last_hex"})},
         land_round1,
@@ -978,6 +984,78 @@ def prepare_keyless(src: Path) -> Contribution:
         undeclared={(KEYLESS_FEED, missing.schema, missing.name)},
         keyless={(KEYLESS_FEED, keyless.schema, keyless.name)},
     )
+
+
+#: The feeds of the two-round project whose tables are in no seed in either round: their own
+#: metadata (.dfm files, Kafka MD messages, GoldenGate TDR records) declares columns and keys
+#: (``prepare_discovered``).
+DISCOVERED_FEEDS = {
+    "md_ct": "qlik_change_tables",
+    "md_kafka": "qlik_kafka",
+    "md_gg": "goldengate_trail",
+}
+
+
+#: The simulated table a discovered feed leaves out, by format: no metadata describes it. Kafka's
+#: HR.EMPLOYEES values are Confluent-framed and name their table only through a seed's
+#: ``table_identifier``; the change-table writer gives SALES.ORDER_LINES's full load no ``.dfm``.
+LEFT_OUT_OF_DISCOVERED = {"qlik_kafka": "EMPLOYEES", "qlik_change_tables": "ORDER_LINES"}
+
+
+def prepare_discovered(src: Path) -> Contribution:
+    """A Qlik change-table feed, a Kafka feed and a GoldenGate trail with TDR records of one
+    simulated workload, for the two-round project: none of their tables is in the seeds, in
+    either round. Round 1 lands the first half of each feed's files (a data file with its
+    ``.dfm``), round 2 the rest. Two tables are left out (:data:`LEFT_OUT_OF_DISCOVERED`).
+    ``expected`` is each feed's simulation; ``extra["tables"]`` the tables each feed holds."""
+    sims, tables = {}, {}
+    for feed, fmt in DISCOVERED_FEEDS.items():
+        left_out = LEFT_OUT_OF_DISCOVERED.get(fmt)
+        written = tuple(t for t in tables_for(fmt) if t.name != left_out)
+        # a simulation of the written tables only: a transaction's event count covers them all
+        sims[feed] = simulate(seed=44, load_rows=4, transactions=20, tables=written)
+        write_feed(sims[feed], fmt, src / feed, tables=written)
+        tables[feed] = {(t.schema, t.name) for t in written}
+
+    def land_round1(src: Path, landing: Path) -> None:
+        for feed in DISCOVERED_FEEDS:
+            groups: dict[tuple, list[Path]] = {}
+            for path in sorted(p for p in (src / feed).rglob("*") if p.is_file()):
+                groups.setdefault((path.parent, path.stem), []).append(path)
+            for key in sorted(groups)[: len(groups) // 2]:
+                for path in groups[key]:
+                    target = landing / path.relative_to(src)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(path, target)
+
+    return Contribution(
+        {feed: (fmt, {}) for feed, fmt in DISCOVERED_FEEDS.items()},
+        land_round1,
+        sims,
+        extra={"tables": tables},
+        discovered={
+            (feed, schema, name) for feed, names in tables.items() for schema, name in names
+        },
+    )
+
+
+def test_tables_that_only_their_feeds_metadata_declares_are_applied(two_rounds):
+    """issue 46 item 1: no seed names the tables of the three feeds, in either round; their
+    .dfm files, Kafka MD messages and GoldenGate TDR records name the columns and the key.
+    Their changes are logged with their key and current state equals the simulated database
+    after round 2; no run warns about them (changes_of_tables_not_in_catalog counts only the
+    keyless feed's table, changes_of_tables_without_primary_key only its keyless table)."""
+    contribution = two_rounds.contributions["discovered"]
+    sims, lake = contribution.expected, two_rounds.lake
+    state = _state(lake)
+    for feed, tables in contribution.extra["tables"].items():
+        expected = {k: v for k, v in sims[feed].final_state.items() if v and k in tables}
+        assert expected and state[feed] == expected, feed
+        log = [r for r in read_mart(lake, "change_log") if r["feed"] == feed]
+        assert log and all(r["is_in_catalog"] for r in log), feed
+    for run in (two_rounds.round1, two_rounds.round2):
+        assert "WARN 1 changes_of_tables_without_primary_key" in run.stdout
+    assert "WARN 1 changes_of_tables_not_in_catalog" in two_rounds.round1.stdout
 
 
 def _keyless_feed_log(two_rounds, table: tuple[str, str, str]) -> tuple[list[dict], list[dict]]:

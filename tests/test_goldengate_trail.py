@@ -222,6 +222,21 @@ def test_null_indicator_and_values():
         column_value(GGColumn("I", 0, 134, 8, 0, 0, 0, 0, False), b"\x00" * 4, "utf-8", opts)
 
 
+def test_datetime_kind_timestamp_always_renders_every_datetime_as_a_timestamp():
+    """formats/goldengate_trail.md, option datetime_kind: by default MSDT/LSDT decide (an
+    LSDT ≤ 2 column is a DATE, an MSDT ≥ 3 one a TIME); timestamp_always renders each 192
+    DATETIME with a date as a timestamp (a date alone at midnight); a time alone stays one."""
+    always = {"datetime_kind": "timestamp_always"}
+    date = GGColumn("D", 0, 192, 10, 0, 0, 2, 0, False)
+    time = GGColumn("T", 0, 192, 19, 0, 3, 5, 0, False)
+    full = b"2024-01-05:13:14:15"
+    assert column_value(date, full, "utf-8", {}) == "2024-01-05"
+    assert column_value(date, full, "utf-8", always) == "2024-01-05 13:14:15"
+    for opts in ({}, always):
+        assert column_value(time, b"13:14:15", "utf-8", opts) == "13:14:15"
+    assert column_value(date, b"2024-01-05", "utf-8", always) == "2024-01-05 00:00:00"
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_fuzzed_trails_never_raise_and_rejects_cover_the_damage(tc, tr, data):

@@ -198,7 +198,7 @@ def test_catalog_rejects_unknown_tables_columns_and_bad_values_naming_the_column
         '/* 2024-02-01 09:00:00 */ INSERT INTO "S"."T"("K","D") VALUES(2,X\'125C\');',
         '/* 2024-02-01 09:00:00 */ INSERT INTO "S"."T"("K","D") VALUES(3,1.5);',
     ]
-    result = decode("\n".join(lines) + "\n", catalog=catalog)
+    result = decode("\n".join(lines) + "\n", catalog=catalog, options={"unknown_columns": "reject"})
     reasons = [(r.record_index, r.reason) for r in result.rejects]
     assert reasons == [
         (1, "unknown_table"),
@@ -213,6 +213,34 @@ def test_catalog_rejects_unknown_tables_columns_and_bad_values_naming_the_column
     assert packed.rows[0]["data"]["D"] == "12.5"
 
 
+def test_a_column_the_catalog_lacks_is_kept_typed_by_its_literal_and_warned_once():
+    """formats/hirdb_update_sql.md, option unknown_columns (default keep): a column added at
+    the source (ALTER TABLE ... ADD) after the catalog was written is kept in data and
+    where_data, typed by the literal-shape rule, with one warning per file and column; the
+    catalog's own columns keep their types."""
+    catalog = {("S", "T"): [column("K", "INTEGER", key=1), column("D", "DECIMAL", 2)]}
+    lines = [
+        '/* 2024-02-01 09:00:00 */ INSERT INTO "S"."T"("K","D") VALUES(1,1.5);',
+        '/* 2024-02-01 09:00:01 */ INSERT INTO "S"."T"("K","D","Z") VALUES(2,1.5,\'new\');',
+        '/* 2024-02-01 09:00:02 */ UPDATE "S"."T" SET "K"=2,"D"=2,"Z"=1.0E+1 WHERE "K"=2;',
+        '/* 2024-02-01 09:00:03 */ DELETE FROM "S"."T" WHERE "K"=2 AND "Z"=7;',
+    ]
+    result = decode("\n".join(lines) + "\n", catalog=catalog)
+    assert result.rejects == []
+    assert [r["data"] for r in result.rows] == [
+        {"K": "1", "D": "1.50"},
+        {"K": "2", "D": "1.50", "Z": "new"},
+        {"K": "2", "D": "2.00", "Z": "10.0"},
+        None,
+    ]
+    assert result.rows[3]["where_data"] == {"K": "2", "Z": "7"}
+    drift = [w for w in result.warnings if "schema drift" in w]
+    assert drift == [
+        "column Z of S.T is not in the catalog (schema drift): its values are kept, typed by "
+        "their literals; add it to seeds/cdc_columns.csv"
+    ]
+
+
 def test_tail_without_commit_is_emitted_and_reported_and_a_partial_line_waits():
     text = MANUAL_EXAMPLE + '/* 2004-12-30 10:00:00 */ DELETE FROM "USR1"."T1" WHERE "C1"=5;\n'
     result = decode_update_sql_file(
@@ -221,6 +249,25 @@ def test_tail_without_commit_is_emitted_and_reported_and_a_partial_line_waits():
     assert [r["record_index"] for r in result.rows][-1] == 7
     assert result.consumed_end == len(text.encode())
     assert any("incomplete transaction at lines 7–7" in w for w in result.warnings)
+
+
+def test_incomplete_tail_reject_makes_the_lines_after_the_last_commit_rejects():
+    """formats/hirdb_update_sql.md, option incomplete_tail: with reject, the statements after
+    the last COMMIT and a last line cut short are rejects (the file is read as final), no
+    warning says pending, and the committed transactions land as with hold."""
+    text = MANUAL_EXAMPLE + '/* 2004-12-30 10:00:00 */ DELETE FROM "USR1"."T1" WHERE "C1"=5;\n'
+    data = (text + "/* 2004-12-30 10:00:01 */ DELE").encode()
+    held = decode_update_sql_file(data, file_name="SQLTXT_A")
+    rejected = decode_update_sql_file(
+        data, file_name="SQLTXT_A", options={"incomplete_tail": "reject"}
+    )
+    assert [r["record_index"] for r in rejected.rows] == [r["record_index"] for r in held.rows][:-1]
+    assert [(r.record_index, r.reason) for r in rejected.rejects] == [
+        (7, "incomplete_transaction"),
+        (8, "unparsable_sql"),
+    ]
+    assert rejected.consumed_end == len(data)
+    assert not any("pending" in w for w in rejected.warnings)
 
 
 def test_encodings_are_detected_and_undecodable_lines_rejected():

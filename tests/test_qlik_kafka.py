@@ -42,6 +42,29 @@ def test_item_master_update_has_both_images_and_the_mask_columns(samples):
     assert "load_date_time" in row["before_data"] and row["before_data"]["load_date_time"] is None
 
 
+def test_missing_transaction_fields_are_allowed_or_rejected_as_the_option_says(samples):
+    """formats/qlik_kafka_messages.md, option missing_transaction_fields: the real UPDATE
+    without its transactionEventCounter and transactionLastEvent headers (as 2018-era
+    messages are) decodes by default (allow) and is one reject naming them with reject; the
+    real message, which has both, decodes either way."""
+    options = {"topic_tables": {"item_master_update_16_columns": "SAPTM.ITEM_MASTER"}}
+    line = json.loads((samples / ITEM_MASTER).read_bytes())
+    headers = line["message"]["headers"]
+    assert {"transactionEventCounter", "transactionLastEvent"} <= set(headers)
+    name = "item_master_update_16_columns.jsonl"
+    real = json.dumps(line).encode() + b"\n"
+    del headers["transactionEventCounter"], headers["transactionLastEvent"]
+    bare = json.dumps(line).encode() + b"\n"
+    reject = {**options, "missing_transaction_fields": "reject"}
+    assert [r["operation"] for r in decode(bare, name, options).rows] == ["UPDATE"]
+    assert [r["operation"] for r in decode(real, name, reject).rows] == ["UPDATE"]
+    result = decode(bare, name, reject)
+    assert result.rows == [] and [r.reason for r in result.rejects] == [
+        "missing_transaction_fields"
+    ]
+    assert "transactionEventCounter, transactionLastEvent" in result.rejects[0].message
+
+
 def test_item_master_without_any_metadata_is_rejected(samples):
     result = decode((samples / ITEM_MASTER).read_bytes(), "item_master_update_16_columns.jsonl")
     assert result.rows == [] and [r.reason for r in result.rejects] == ["no_metadata"]

@@ -41,6 +41,8 @@ class Contribution:
     extra: dict[str, Any] = field(default_factory=dict)
     #: ``(feed, schema, table)`` left out of the seeds in round 1 and declared before round 2.
     undeclared: set[tuple[str, str, str]] = field(default_factory=set)
+    #: ``(feed, schema, table)`` in no seed, in either round: its feed's metadata declares it.
+    discovered: set[tuple[str, str, str]] = field(default_factory=set)
     #: ``(feed, schema, table)`` declared with no key column (every primary_key_position 0).
     keyless: set[tuple[str, str, str]] = field(default_factory=set)
     #: Run before round 2, after the undeclared tables are declared, as
@@ -80,23 +82,24 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
         if (row["feed"], row["source_schema"], row["source_table"]) in keyless:
             row["primary_key_position"] = 0
     undeclared = set().union(*(c.undeclared for c in contributions.values()))
+    discovered = set().union(*(c.discovered for c in contributions.values()))
 
-    def declared(rows):
+    def declared(rows, left_out):
         return [
-            r for r in rows if (r["feed"], r["source_schema"], r["source_table"]) not in undeclared
+            r for r in rows if (r["feed"], r["source_schema"], r["source_table"]) not in left_out
         ]
 
     project = make_project(
         root,
         "\n".join(lines) + "\n",
-        seeds=(declared(seeds[0]), declared(seeds[1])),
+        seeds=tuple(declared(rows, undeclared | discovered) for rows in seeds),
     )
     for contribution in contributions.values():
         contribution.land_round1(src, landing)
     round1 = cdc(project, "run", landing=landing, lake=lake)
     after_round1 = {mart: read_mart(lake, mart) for mart in ROUND1_MARTS}
     if undeclared:
-        write_seeds(project, *seeds)
+        write_seeds(project, *(declared(rows, discovered) for rows in seeds))
     for contribution in contributions.values():
         if contribution.between_rounds is not None:
             contribution.extra["between_rounds"] = contribution.between_rounds(

@@ -56,13 +56,15 @@ OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
     "metadata_source": (None, ("auto",)),
     "definitions": (None, None),
     "char_encoding": (None, None),
-    "update_pair_position": ("before", ("before",)),
+    "update_pair_position": ("before", ("before", "after")),
     "number_text_rendering": ("as_decimal", ("as_decimal", "as_float")),
     "segments": ("reassemble", ("reassemble", "reject")),
     "seqno_source": ("header", ("header", "file_name")),
     "unknown_iotype": ("keep", ("keep", "reject")),
     "subsecond_overflow": ("truncate", ("truncate", "reject")),
     "incomplete_tail": ("pending", ("pending", "reject")),
+    "upsert_as": ("update", ("update", "insert")),
+    "datetime_kind": ("by_msdt_lsdt", ("by_msdt_lsdt", "timestamp_always")),
 }
 #: Default of every option (``OPTIONS``).
 DEFAULT_OPTIONS: dict[str, Any] = {name: spec[0] for name, spec in OPTIONS.items()}
@@ -1004,7 +1006,7 @@ def column_value(column: GGColumn, payload: bytes, charset: str, opts: Mapping[s
             raise ValueError(f"VARCHAR length {length} > {len(payload) - 2} bytes")
         body = payload[2 : 2 + length]
         if kind == 191:
-            return _datetime(column, body.decode("ascii"), overflow)
+            return _datetime(column, body.decode("ascii"), overflow, opts)
         if column.sub_type in (2, 3, 27, 37):
             return _number_text(body.decode("ascii"), opts)
         if column.sub_type == 4:
@@ -1034,7 +1036,7 @@ def column_value(column: GGColumn, payload: bytes, charset: str, opts: Mapping[s
     if kind == 189:
         return packed_decimal(payload.hex(), column.scale)
     if kind == 192:
-        return _datetime(column, payload.decode("ascii"), overflow)
+        return _datetime(column, payload.decode("ascii"), overflow, opts)
     if 195 <= kind <= 212:
         return payload.decode("ascii").strip()
     raise ValueError(f"unsupported GoldenGate data type {kind}")
@@ -1072,8 +1074,15 @@ def _sign_text(kind: int, payload: bytes) -> str:
     return ("-" if sign == "-" else "") + text
 
 
-def _datetime(column: GGColumn, text: str, overflow: str) -> str:
-    """GoldenGate ``YYYY-MM-DD:HH:MI:SS[.f]`` by MSDT/LSDT: DATE, TIME or TIMESTAMP."""
+def _datetime(column: GGColumn, text: str, overflow: str, opts: Mapping[str, Any]) -> str:
+    """Render GoldenGate ``YYYY-MM-DD:HH:MI:SS[.f]`` by MSDT/LSDT: DATE, TIME or TIMESTAMP.
+
+    With option ``datetime_kind: timestamp_always`` (formats/goldengate_trail.md) a text with a
+    date is always a TIMESTAMP (a date alone at midnight); a time alone stays a TIME.
+    """
+    text = text.strip()
+    if opts.get("datetime_kind") == "timestamp_always" and text[4:5] == "-":
+        return canonical_timestamp(text if len(text) > 10 else f"{text} 00:00:00", overflow)
     return _datetime_text(column.msdt, column.lsdt, text, overflow)
 
 

@@ -63,6 +63,8 @@ OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
     "duplicate_transactions": ("reject", ("reject", "keep")),
     "purge_event_codes": ([], None),
     "identifier_case": ("as_written", ("as_written", "upper")),
+    "unknown_columns": ("keep", ("keep", "reject")),
+    "incomplete_tail": ("hold", ("hold", "reject")),
 }
 #: Default of every option (``OPTIONS``).
 DEFAULT_OPTIONS: dict[str, Any] = {name: spec[0] for name, spec in OPTIONS.items()}
@@ -559,9 +561,15 @@ def decode_update_sql_file(
     """Decode the lines of an update-SQL file from byte ``start`` (a line start) into raw rows.
 
     ``catalog`` maps ``(schema, table)`` to the seed's columns: when given, a statement for a
-    table or column not in it is rejected and literals are typed by column type; when None,
+    table not in it is rejected and literals are typed by column type; a column of a catalog
+    table that the catalog lacks (a column added at the source) is kept, typed by its literal,
+    with one warning per file and column (option ``unknown_columns``: ``keep``), or rejected
+    (``reject``); when None,
     literals are typed by their shape (formats/hirdb_update_sql.md, *Values*). A last line without its newline is left for the
-    next run (``consumed_end`` stops before it) unless ``final``. Lines before ``start`` are
+    next run (``consumed_end`` stops before it) unless ``final``. The statements after the last
+    COMMIT are emitted, with a warning, for dbt to hold pending (option ``incomplete_tail``:
+    ``hold``), or, with ``reject``, are rejects (``incomplete_transaction``) and the file is
+    read as final. Lines before ``start`` are
     read again only to find repeated transactions (``duplicate_transactions: reject``).
 
     Row keys: ``record_offset`` (byte offset of the line), ``record_index`` (1-based line
@@ -572,6 +580,7 @@ def decode_update_sql_file(
     ``start_index`` only documents the caller's view. Never raises for bad input.
     """
     opts = {**DEFAULT_OPTIONS, **(options or {})}
+    final = final or opts["incomplete_tail"] == "reject"
     result = DecodeResult(consumed_end=start)
     base_name = file_name.replace("\\", "/").rsplit("/", 1)[-1]
     stream = stream_of(file_name)
@@ -608,6 +617,7 @@ def decode_update_sql_file(
     held: list[dict[str, Any] | Reject] = []  # its emitted rows and rejects
     empty_lines = 0
     odd_stamps = collections.Counter()  # formats page, Bad input: accepted with a warning
+    drifted: set[tuple[str, str, str]] = set()  # option unknown_columns: keep
 
     def close_transaction() -> None:
         """Close the transaction a COMMIT line (the last of ``current``) ends: emit or reject it."""
@@ -668,7 +678,9 @@ def decode_update_sql_file(
                 close_transaction()
             continue
         try:
-            row = _line_row(text, tables if catalog is not None else None, encoding, opts, zone)
+            row = _line_row(
+                text, tables if catalog is not None else None, encoding, opts, zone, drifted
+            )
         except HiRDBError as exc:
             held.append(Reject.of(data, a, end, line_no, exc.reason, str(exc)))
             continue
@@ -701,11 +713,26 @@ def decode_update_sql_file(
             if len(current) == 1:
                 odd_stamps["empty transaction"] += 1
             close_transaction()
-    # Lines after the last COMMIT are emitted as they are; dbt keeps them pending until a
-    # later COMMIT of the same stream lands (in the appended tail or the stream's next file).
-    release()
+    # Lines after the last COMMIT (option incomplete_tail): with hold, they are emitted as they
+    # are and dbt keeps them pending until a later COMMIT of the same stream lands (in the
+    # appended tail or the stream's next file); with reject, each is a reject.
     tail = [i for i in current if offsets[i][0] >= start]
-    if tail:
+    if opts["incomplete_tail"] == "reject":
+        held = [
+            item
+            if isinstance(item, Reject)
+            else Reject.of(
+                data,
+                item["record_offset"],
+                item["record_offset"] + item["line_length"],
+                item["record_index"],
+                "incomplete_transaction",
+                "no COMMIT after this statement (option incomplete_tail: reject)",
+            )
+            for item in held
+        ]
+    release()
+    if tail and opts["incomplete_tail"] == "hold":
         result.warnings.append(
             f"incomplete transaction at lines {tail[0] + 1}–{tail[-1] + 1} (no COMMIT yet): pending"
         )
@@ -719,6 +746,11 @@ def decode_update_sql_file(
         )
     if empty_lines:
         result.warnings.append(f"{empty_lines} empty line(s) skipped")
+    for schema, table, name in sorted(drifted):
+        result.warnings.append(
+            f"column {name} of {schema}.{table} is not in the catalog (schema drift): its values "
+            "are kept, typed by their literals; add it to seeds/cdc_columns.csv"
+        )
     if offsets:
         result.consumed_end = max(start, min(offsets[-1][1] + 1, size))
     return result
@@ -737,8 +769,13 @@ def _line_row(
     encoding: str,
     opts: Mapping[str, Any],
     zone: dt.tzinfo | None,
+    drifted: set[tuple[str, str, str]],
 ) -> dict[str, Any]:
-    """Parse one decoded line into a raw row (without provenance); raise HiRDBError."""
+    """Parse one decoded line into a raw row (without provenance); raise HiRDBError.
+
+    A column of a catalog table that the catalog lacks is added to ``drifted`` as
+    ``(schema, table, column)`` when ``unknown_columns`` keeps it.
+    """
     stamp, body = split_stamp(text)
     masked = stamp == MASKED_STAMP
     statement = parse_statement(body, opts["identifier_case"])
@@ -776,6 +813,8 @@ def _line_row(
             raise HiRDBError("duplicate_column", f"column {name} named twice")
         seen.add(name)
         data_value = _column_value(name, literal, columns, encoding, opts, keys)
+        if columns is not None and name not in columns:
+            drifted.add((statement.schema, statement.table, name))
         if data_value is not _ABSENT:
             data[name] = data_value
     where: dict[str, str | None] = {}
@@ -785,6 +824,8 @@ def _line_row(
                 "placeholder_in_where", f"placeholder {literal.text} in WHERE ({name})"
             )
         where[name] = _column_value(name, literal, columns, encoding, opts, keys)
+        if columns is not None and name not in columns:
+            drifted.add((statement.schema, statement.table, name))
     if statement.statement_type in ("INSERT", "UPDATE"):
         row["data"] = data
         row["column_names"] = list(statement.columns)
@@ -807,7 +848,7 @@ def _column_value(
     column = None
     if columns is not None:
         column = columns.get(name)
-        if column is None:
+        if column is None and opts["unknown_columns"] == "reject":
             raise HiRDBError(
                 "unknown_column", f"column {name} is not in the catalog for this table"
             )

@@ -62,10 +62,13 @@ OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
     "load_position": ("zeros", ("zeros",)),
     "tombstones": ("count_and_skip", ("count_and_skip", "reject")),
     "subsecond_overflow": ("truncate", ("truncate", "reject")),
-    "missing_transaction_fields": ("allow", ("allow",)),
+    "missing_transaction_fields": ("allow", ("allow", "reject")),
     "incomplete_tail": ("pending", ("pending", "reject")),
     "delete_image_field": (None, ("before_then_data", "data", "beforeData")),
 }
+#: The headers that mark a change's place in its transaction (formats/qlik_kafka_messages.md,
+#: *Transactions*), absent from 2018-era messages: option ``missing_transaction_fields``.
+TRANSACTION_FIELDS = ("transactionEventCounter", "transactionLastEvent")
 #: Default of every option (``OPTIONS``).
 DEFAULT_OPTIONS: dict[str, Any] = {name: spec[0] for name, spec in OPTIONS.items()}
 #: Accepted values of every option (``OPTIONS``); ``None`` takes any value of its kind.
@@ -823,6 +826,14 @@ def _data_row(message, meta: TableMeta | None, fmt, schema_id, opts) -> dict[str
     seq = headers.get("changeSequence") or ""
     if operation != "REFRESH" and not _CHANGE_SEQ_RE.fullmatch(seq):
         raise _Bad("bad_change_sequence", f"changeSequence {seq!r} is not 35 digits")
+    if operation != "REFRESH" and opts["missing_transaction_fields"] == "reject":
+        missing = [f for f in TRANSACTION_FIELDS if headers.get(f) is None]
+        if missing:
+            raise _Bad(
+                "missing_transaction_fields",
+                f"{operation} without headers {', '.join(missing)} "
+                "(option missing_transaction_fields: reject)",
+            )
     data, before = message.get("data"), message.get("beforeData")
     if operation == "UPDATE" and data is None:
         raise _Bad("no_after_image", "UPDATE with data null")

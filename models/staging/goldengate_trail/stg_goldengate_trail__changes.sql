@@ -5,7 +5,8 @@
     before it, in its trail file or, for a transaction that continues from an earlier file, in
     the feed's earlier files (found per file, then carried over one row per file).
     A FieldComp before image (B record) is paired with the A record that follows it, and the
-    UPDATE takes the B record's position (option update_pair_position: before). Metadata (170),
+    UPDATE takes the B record's position (option update_pair_position: before) or the A
+    record's (after). Metadata (170),
     DDL (160) and unknown IOTypes change no rows.
 -#}
 
@@ -116,6 +117,9 @@ row_changes as (
         *,
         case
             when io_type = 5 then 'INSERT'
+            -- an upsert (140) is an UPDATE unless the feed's upsert_as says INSERT
+            when io_type = 140 and {{ cdc_feed_option('goldengate_trail', 'upsert_as', 'update') }} = 'insert'
+                then 'INSERT'
             when io_type = 3 then 'DELETE'
             when io_type = 100 then 'TRUNCATE'
             when io_type in (10, 15, 115, 116, 134, 135, 140) then 'UPDATE'
@@ -126,7 +130,8 @@ row_changes as (
             and previous_table_name = table_name
             and previous_audit_pos = audit_pos,
             false
-        ) as has_paired_before_image
+        ) as has_paired_before_image,
+        {{ cdc_feed_option('goldengate_trail', 'update_pair_position', 'before') }} as update_pair_position
     from transactions_marked
     where
         io_type in (3, 5, 10, 15, 100, 115, 116, 134, 135, 140)
@@ -136,13 +141,15 @@ row_changes as (
 canonical as (
     select
         concat_ws(':', feed, case
-            when has_paired_before_image then previous_record_position else record_position
+            when has_paired_before_image and update_pair_position = 'before' then previous_record_position
+            else record_position
         end) as change_id,
         feed,
         source_schema,
         source_table,
         case
-            when has_paired_before_image then previous_record_position else record_position
+            when has_paired_before_image and update_pair_position = 'before' then previous_record_position
+            else record_position
         end as change_position,
         operation,
         resolved_transaction_id as transaction_id,
