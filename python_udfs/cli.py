@@ -523,9 +523,24 @@ def scaffold(config: ProjectConfig, log=print) -> int:
     columns_path, tables_path = seeds / "cdc_columns.csv", seeds / "cdc_tables.csv"
     rows = stager.metadata_rows(stager.committed_batches())
     feed_formats = {name: feed.format for name, feed in config.feeds.items()}
-    new_columns, new_tables, skipped = scaffold_rows(rows, set(config.catalog), feed_formats)
+    own_columns: dict[tuple[str, str, str], dict[str, int]] = {}
+    if columns_path.exists():
+        with columns_path.open(encoding="utf-8", newline="") as fh:
+            for row in csv.DictReader(fh):
+                key = (row["feed"], row["source_schema"], row["source_table"])
+                own_columns.setdefault(key, {})[row["column_name"]] = int(row["ordinal"] or 0)
+    new_columns, new_tables, skipped = scaffold_rows(
+        rows, set(config.catalog), feed_formats, own_columns
+    )
     for line in skipped:
         log(f"  skipped {line}")
+    for column in new_columns:
+        key = (column["feed"], column["source_schema"], column["source_table"])
+        if key in own_columns:
+            log(
+                f"  column {column['column_name']!r} added to {key[0]} "
+                f"{key[1]!r}.{key[2]!r} (its feed's metadata has it)"
+            )
     seed_texts = {
         columns_path: _appended_csv(columns_path, CDC_COLUMNS_HEADER, new_columns),
         tables_path: _appended_csv(tables_path, CDC_TABLES_HEADER, new_tables),
@@ -547,11 +562,15 @@ def scaffold_rows(
     rows: list[dict[str, Any]],
     known: set[tuple[str, str, str]],
     feed_formats: Mapping[str, str] | None = None,
+    own_columns: Mapping[tuple[str, str, str], Mapping[str, int]] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     """Turn ``raw_metadata`` rows into new catalog seed rows: ``(columns, tables, skipped)``.
 
-    Tables already in the catalog (``known``: ``(feed, schema, table)``) are left as they are;
-    the latest table version of each new one gives its columns, in ordinal order, with Spark
+    Tables already in the catalog (``known``: ``(feed, schema, table)``) keep their rows. A
+    known table of the project's own seeds (``own_columns``: its ``{column: ordinal}``) gets the
+    columns its latest metadata has and the seeds lack (source DDL, issue 46), after its last
+    ordinal, as non-key columns; a known table of other seeds (the demo's) gets none.
+    The latest table version of each new table gives its columns, in ordinal order, with Spark
     types from the ``spark_type_for`` of the feed's format (``feed_formats``: feed → format;
     ``string`` for a feed not named there or a format without one). Names are kept as the feed spells them (quotes,
     newlines and braces included). A table with a name :func:`python_udfs.config.unsafe_name_reason`
@@ -569,13 +588,28 @@ def scaffold_rows(
             return "string"
         return fmt.spark_type_for(column["source_type"], column["precision"], column["scale"])
 
+    own_columns = own_columns or {}
     latest: dict[tuple[str, str, str], dict[str, dict]] = {}
     for r in sorted(rows, key=lambda r: (r["table_version"] or 0, r["ingest_batch_id"])):
         key = (r["feed"], r["source_schema"], r["source_table"])
-        if key in known or r["column_name"].startswith("header__"):
+        if (key in known and key not in own_columns) or r["column_name"].startswith("header__"):
             continue
         latest.setdefault(key, {})[r["column_name"]] = r
     new_columns, new_tables, skipped = [], [], []
+    for key in sorted(set(latest) & set(own_columns)):
+        seeded = own_columns[key]
+        added = sorted(
+            (c for name, c in latest.pop(key).items() if name not in seeded),
+            key=lambda c: c["ordinal"],
+        )
+        problems = [(c["column_name"], unsafe_name_reason(c["column_name"])) for c in added]
+        if any(reason for _name, reason in problems):
+            name, reason = next(p for p in problems if p[1])
+            skipped.append(f"{key[0]} column {name[:80]!r} {reason}; add it to the seeds by hand")
+            continue
+        after = max(seeded.values(), default=0)
+        for i, c in enumerate(added, start=after + 1):
+            new_columns.append(_seed_column(key, c, i, spark_type(key[0], c), key_position=0))
     for key, cols in sorted(latest.items()):
         names = [("schema", key[1]), ("table", key[2])] + [("column", c) for c in cols]
         problems = [(kind, name, unsafe_name_reason(name)) for kind, name in names]
@@ -593,24 +627,7 @@ def scaffold_rows(
             continue
         ordered = sorted(cols.values(), key=lambda c: c["ordinal"])
         for i, c in enumerate(ordered, start=1):
-            new_columns.append(
-                {
-                    "feed": key[0],
-                    "source_schema": key[1],
-                    "source_table": key[2],
-                    "column_name": c["column_name"],
-                    "ordinal": i,
-                    "source_type": c["source_type"],
-                    "length": c["length"] if c["length"] is not None else "",
-                    "precision": c["precision"] if c["precision"] is not None else "",
-                    "scale": c["scale"] if c["scale"] is not None else "",
-                    "primary_key_position": c["primary_key_position"] or 0,
-                    "nullable": str(bool(c["nullable"])).lower()
-                    if c["nullable"] is not None
-                    else "true",
-                    "spark_type": spark_type(key[0], c),
-                }
-            )
+            new_columns.append(_seed_column(key, c, i, spark_type(key[0], c)))
         new_tables.append(
             {
                 "feed": key[0],
@@ -620,6 +637,41 @@ def scaffold_rows(
             }
         )
     return new_columns, new_tables, skipped
+
+
+def _seed_column(
+    key: tuple[str, str, str],
+    column: Mapping[str, Any],
+    ordinal: int,
+    spark_type: str,
+    key_position: int | None = None,
+) -> dict[str, Any]:
+    """One ``cdc_columns.csv`` row of table ``key`` from a ``raw_metadata`` row.
+
+    ``key_position`` overrides the metadata's ``primary_key_position`` (0: not a key column).
+    """
+
+    def text(value: Any) -> Any:
+        return value if value is not None else ""
+
+    return {
+        "feed": key[0],
+        "source_schema": key[1],
+        "source_table": key[2],
+        "column_name": column["column_name"],
+        "ordinal": ordinal,
+        "source_type": column["source_type"],
+        "length": text(column["length"]),
+        "precision": text(column["precision"]),
+        "scale": text(column["scale"]),
+        "primary_key_position": (
+            key_position if key_position is not None else column["primary_key_position"] or 0
+        ),
+        "nullable": str(bool(column["nullable"])).lower()
+        if column["nullable"] is not None
+        else "true",
+        "spark_type": spark_type,
+    }
 
 
 #: Columns of a typed history model after the catalog columns (documented in _marts__docs.md).

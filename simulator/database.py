@@ -15,6 +15,7 @@ them but the GoldenGate type codes of the catalog.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime as dt
 import json
 import random
@@ -72,6 +73,8 @@ class SimTable:
     columns: tuple[SimColumn, ...]
     #: The table this one copies (:func:`copies_of`); empty for an original.
     template: str = ""
+    #: The table's version at the source: 1, plus one per DDL (:func:`with_added_column`).
+    version: int = 1
 
     @property
     def kind(self) -> str:
@@ -90,6 +93,16 @@ class SimTable:
     def topic(self) -> str:
         """The Kafka topic of the table (also its ``table_identifier`` in the catalog)."""
         return f"{self.schema}.{self.name}"
+
+
+def with_added_column(table: SimTable, column: SimColumn) -> SimTable:
+    """Return ``table`` after ``ALTER TABLE ... ADD column`` at the source: its next version.
+
+    Changes made after the DDL reference the returned table; the writers describe it as each
+    product does (a Kafka MD message of the higher ``tableVersion``, ``.dfm`` files listing the
+    column, a new GoldenGate TDR record, HiRDB statements naming the column).
+    """
+    return dataclasses.replace(table, columns=(*table.columns, column), version=table.version + 1)
 
 
 TABLES = (
@@ -336,6 +349,9 @@ class Simulation:
         default_factory=dict
     )
     open_transaction: list[SimChange] = field(default_factory=list)
+    #: Every table version the workload wrote to, in order (``simulate(added_column=...)``
+    #: adds the new version last); empty when the caller's tables are all there is.
+    tables: tuple[SimTable, ...] = ()
 
 
 def primary_key_text(table: SimTable, row: Mapping[str, str | None]) -> str:
@@ -430,6 +446,7 @@ def simulate(
     transactions: int = 40,
     truncate_every: int = 0,
     tables: tuple[SimTable, ...] = TABLES,
+    added_column: tuple[str, SimColumn, int] | None = None,
 ) -> Simulation:
     """Run a seeded workload; return its changes and the final state of every table.
 
@@ -437,7 +454,11 @@ def simulate(
     1–4 changes each (inserts 40 %, updates 40 %, deletes 20 %) follow, then one more
     transaction that is left open. With ``truncate_every`` > 0, every such-numbered transaction
     is instead a TRUNCATE of one table (GoldenGate, HiRDB and Linkexpress carry it). ``tables``
-    is the source database (:func:`tables_for` a format). Change
+    is the source database (:func:`tables_for` a format). ``added_column`` ``(table name,
+    column, transaction number)`` adds a column to that table before that transaction
+    (:func:`with_added_column`): later changes write the table's new version, an UPDATE's
+    before image reads the column as NULL, and rows not changed since have no value for it.
+    The writers must be given the new version too (:attr:`Simulation.tables`). Change
     sequences are 35 digits (16-digit commit time to
     hundredths of a second + 19-digit change number), as Qlik Replicate writes them.
     """
@@ -458,9 +479,16 @@ def simulate(
             changes.append(SimChange(table, "LOAD", None, dict(row), [], "", "", clock))
     final = None
     open_txn: list[SimChange] = []
+    versions = list(tables)
     for txn in range(transactions + 1):
         clock += dt.timedelta(seconds=rng.randint(1, 90), microseconds=rng.randint(0, 99) * 10000)
         txn_id = f"{txn + 1:032X}"
+        if added_column is not None and txn == added_column[2]:
+            tables = tuple(
+                with_added_column(t, added_column[1]) if t.name == added_column[0] else t
+                for t in tables
+            )
+            versions += [t for t in tables if t.name == added_column[0]]
         size = rng.randint(1, 4)
         txn_changes = []
         if txn == transactions:
@@ -503,7 +531,8 @@ def simulate(
                 )
             elif roll < 0.8:
                 key = live[table.name].choice(rng)
-                before = rows[key]
+                # the row as it reads now: a column added since it was written reads NULL
+                before = {c.name: None for c in table.columns} | rows[key]
                 after = dict(before)
                 candidates = [c for c in table.columns if not c.primary_key_position]
                 for col in rng.sample(candidates, rng.randint(1, len(candidates))):
@@ -530,7 +559,7 @@ def simulate(
             else:
                 key = live[table.name].choice(rng)
                 live[table.name].remove(key)
-                before = rows.pop(key)
+                before = {c.name: None for c in table.columns} | rows.pop(key)
                 change = SimChange(
                     table,
                     "DELETE",
@@ -547,7 +576,7 @@ def simulate(
         if txn == transactions:
             open_txn = txn_changes
         changes.extend(txn_changes)
-    return Simulation(changes, final or state, open_txn)
+    return Simulation(changes, final or state, open_txn, tuple(versions))
 
 
 def catalog_rows(

@@ -137,7 +137,7 @@ class TrailWriter:
         self.buffer = bytearray()
         self.records_in_file = 0
         self.audit_pos = 1000
-        self.tdr_index: dict[str, int] = {}
+        self.tdr_index: dict[tuple[str, int], int] = {}
         self.files: list[Path] = []
 
     def _pack(self, fmt: str, *values) -> bytes:
@@ -213,10 +213,11 @@ class TrailWriter:
         name = f"{table.schema}.{table.name}"
         if self.metadata == "sourcedefs":
             return name.encode("ascii") + b"\x00"
-        if name not in self.tdr_index:
-            self.tdr_index[name] = len(self.tdr_index) + 1
-            self._append(self._tdr(table, self.tdr_index[name], when, trans_ind))
-        return struct.pack(">H", self.tdr_index[name])
+        # a new version of the table (source DDL) gets a TDR of its own, at the next index
+        if (name, table.version) not in self.tdr_index:
+            self.tdr_index[(name, table.version)] = len(self.tdr_index) + 1
+            self._append(self._tdr(table, self.tdr_index[(name, table.version)], when, trans_ind))
+        return struct.pack(">H", self.tdr_index[(name, table.version)])
 
     def _tdr(self, table, index: int, when: dt.datetime, trans_ind: int) -> bytes:
         entries = b""

@@ -83,7 +83,7 @@ def _dfm(table: SimTable, with_headers: bool, fmt: str, name: str, records: int)
                 "sourceTable": table.name,
                 "targetSchema": table.schema,
                 "targetTable": table.name,
-                "tableVersion": 1,
+                "tableVersion": table.version,
                 "columns": cols,
             },
         },
@@ -170,9 +170,10 @@ def write_change_tables(sim: Simulation, folder: Path, tables: tuple[SimTable, .
         load_dir.mkdir(parents=True, exist_ok=True)
         ct_dir.mkdir(parents=True, exist_ok=True)
         load_records = [([c.after[col.name] for col in table.columns], c) for c in loads]
-        written += _write_ct_file(
-            table, load_dir, "LOAD00000001", load_records, style, with_headers=False
-        )
+        if loads or table.version == 1:  # a later version's empty load would replace it
+            written += _write_ct_file(
+                table, load_dir, "LOAD00000001", load_records, style, with_headers=False
+            )
         half = len(cdc) // 2
         for part in (cdc[:half], cdc[half:]):
             if not part:

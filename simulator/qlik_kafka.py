@@ -70,13 +70,13 @@ def data_schema(table: SimTable) -> dict:
 
 def _md_message(table: SimTable) -> dict:
     return {
-        "schemaId": f"SIM-{table.schema}-{table.name}-V1",
+        "schemaId": f"SIM-{table.schema}-{table.name}-V{table.version}",
         "lineage": {
             "server": "sim",
             "task": "sim-to-kafka",
             "schema": table.schema,
             "table": table.name,
-            "tableVersion": 1,
+            "tableVersion": table.version,
             "timestamp": "2024-03-01T08:00:00.000",
         },
         "tableStructure": {
@@ -145,6 +145,9 @@ def _kafka_message(change: SimChange) -> dict:
 def write_kafka(sim: Simulation, folder: Path, tables: tuple[SimTable, ...]) -> int:
     """Write the changes of ``tables`` under ``folder`` as Kafka message dumps, a topic a table.
 
+    Versions of one table (:func:`simulator.database.with_added_column`) share its topic: each
+    version's MD message, then its data messages, in the order of ``tables``.
+
     The open transaction's last event is left unpublished.
     Returns the number of dump files written. Raises ValueError for a simulation with TRUNCATE
     changes, which this writer does not express.
@@ -161,6 +164,7 @@ def write_kafka(sim: Simulation, folder: Path, tables: tuple[SimTable, ...]) -> 
     by_table: dict[int, list] = {}
     for change in changes:
         by_table.setdefault(id(change.table), []).append(change)
+    topics: dict[str, tuple[str, list[bytes]]] = {}
     for table in tables:
         msgs = [_kafka_message(c) for c in by_table.get(id(table), [])]
         schema = fastavro.parse_schema(data_schema(table))
@@ -199,19 +203,22 @@ def write_kafka(sim: Simulation, folder: Path, tables: tuple[SimTable, ...]) -> 
                         ensure_ascii=False,
                     ).encode()
                 )
-            written += _write_dumps(folder, table.topic, values, "jsonl")
+            topics.setdefault(table.topic, ("jsonl", []))[1].extend(values)
         elif table.kind == "ORDER_LINES":
             values = [_avro_envelope("MD", None, fastavro_bytes(METADATA_SCHEMA, md))]
             values += [
                 _avro_envelope("DT", md["schemaId"], fastavro_bytes(schema, m)) for m in msgs
             ]
-            written += _write_dumps(folder, table.topic, values, "lpv")
+            topics.setdefault(table.topic, ("lpv", []))[1].extend(values)
         else:
             (folder / "schemas" / "1.avsc").write_text(
                 json.dumps(data_schema(table)), encoding="utf-8"
             )
             values = [b"\x00" + struct.pack(">I", 1) + fastavro_bytes(schema, m) for m in msgs]
-            written += _write_dumps(folder, table.topic, values, "lpv")
+            topics.setdefault(table.topic, ("lpv", []))[1].extend(values)
+    # a topic carries every version of its table, in the order of ``tables``
+    for topic, (ext, values) in topics.items():
+        written += _write_dumps(folder, topic, values, ext)
     return written
 
 

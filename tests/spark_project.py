@@ -165,7 +165,9 @@ def read_mart(lake: Path, table: str, schema: str = "cdc") -> list[dict]:
 
     A mart of :data:`VIEW_TABLES` is read from the table it is a view of. Partition columns (``name=value`` folders) are added as text, after the file's columns,
     except a ``*_generation`` partition: it names the run that wrote the rows, which differs
-    between runs that must agree on them.
+    between runs that must agree on them. ``change_log`` keeps, as its view does, one row per
+    change: the one logged last (a change logged again with the key of a table declared
+    late, ADR 0021); ``read_mart(lake, "int_changes_logged")`` reads every row of the store.
     """
     path = lake / "warehouse" / f"{schema}.db" / VIEW_TABLES.get(table, table)
     files = [
@@ -180,8 +182,16 @@ def read_mart(lake: Path, table: str, schema: str = "cdc") -> list[dict]:
         else None
     )
     data = ds.dataset(str(path), format="parquet", partitioning=partitioning).to_table()
-    data = data.drop_columns([key for key in keys if key.endswith("_generation")])
     rows = data.to_pylist()
+    if table == "change_log":
+        last: dict[str, str] = {}
+        for row in rows:
+            last[row["change_id"]] = max(last.get(row["change_id"], ""), row["applied_generation"])
+        rows = [row for row in rows if row["applied_generation"] == last[row["change_id"]]]
+    for row in rows:
+        for key in keys:
+            if key.endswith("_generation"):
+                del row[key]
     for row in rows:
         for key, value in row.items():
             if isinstance(value, list) and value and isinstance(value[0], tuple):

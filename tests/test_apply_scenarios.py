@@ -8,6 +8,8 @@ database, written to files by the format's simulator writer (the Linkexpress ful
 files first) and each round is one ``cdc run``.
 
 Cases a format cannot express, and why:
+- a column added at the source: Linkexpress records are laid out by the catalog, so a new
+  column is a catalog change made before its files land.
 - TRUNCATE: Qlik change tables and Kafka messages of this simulator carry none.
 - key change: a Linkexpress UPDATE record holds the after image only.
 - full load replacing a table mid-stream: Linkexpress full extracts, and a Qlik change-table
@@ -20,6 +22,7 @@ Cases a format cannot express, and why:
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import itertools
 import json
@@ -33,15 +36,17 @@ import pytest
 from simulator.database import (
     JP_TABLES,
     SimChange,
+    SimColumn,
     Simulation,
     _new_row,
     primary_key_text,
     tables_for,
+    with_added_column,
 )
 from simulator.feeds import write_feed
 from simulator.linkexpress_extract import lx_record
 from simulator.qlik_change_tables import _write_ct_file
-from tests.spark_project import read_mart
+from tests.spark_project import cdc, read_mart
 from tests.two_rounds import Contribution
 
 pytestmark = pytest.mark.spark
@@ -70,6 +75,8 @@ class Script:
 
     def __init__(self, short: str) -> None:
         self.table = next(t for t in tables_for(FORMATS[short]) if t.name == "CUSTOMERS")
+        #: every version of the table the script wrote to, when a DDL made more than one
+        self.versions = [self.table]
         self.changes: list[SimChange] = []
         self.open: list[SimChange] = []
         self.clock = dt.datetime(2024, 5, 1, 9, 0, 0)
@@ -109,6 +116,18 @@ class Script:
         self.changes += batch
         if is_open:
             self.open = batch
+
+    def add_column(self, column: SimColumn) -> None:
+        """``ALTER TABLE ... ADD column`` at the source: later changes write the new version."""
+        self.table = with_added_column(self.table, column)
+        self.versions.append(self.table)
+
+    def tables(self, short: str) -> tuple | None:
+        """The tables the writer writes: the format's own, and every later version of CUSTOMERS
+        (None when there is none: the writer's default)."""
+        if len(self.versions) == 1:
+            return None
+        return (*tables_for(FORMATS[short]), *self.versions[1:])
 
     def simulation(self) -> Simulation:
         return Simulation(self.changes, {}, self.open)
@@ -189,6 +208,39 @@ def delete_reinsert(s: Script):
     }
 
 
+def add_column(s: Script):
+    """Source DDL mid-stream (issue 46 item 3): keys 1 and 2 inserted, then a column added to
+    the table (the catalog seeds do not have it), then key 1 updated with a value in it and
+    key 3 inserted with one. Each product says so its own way: a Kafka MD message of table
+    version 2, later change-table files whose .dfm lists the column, a new GoldenGate TDR,
+    HiRDB statements that name it. The new column's values are kept in current state and
+    history; key 2, untouched since, has no value for it (NULL in a typed view)."""
+    r1, r2 = s.row(1), s.row(2)
+    s.transaction(("INSERT", None, r1), ("INSERT", None, r2))
+    tiers = ("gold", "silver", "bronze")
+    s.add_column(
+        SimColumn(
+            "LOYALTY_TIER",
+            "STRING",
+            "string",
+            nullable=True,
+            length=10,
+            hirdb_type="VARCHAR",
+            lx_type="VARCHAR",
+            pool=tiers,
+        )
+    )
+    r1b = {**s.row(1, 1), "LOYALTY_TIER": "gold"}
+    r3 = {**s.row(3), "LOYALTY_TIER": "silver"}
+    s.transaction(("UPDATE", {**r1, "LOYALTY_TIER": None}, r1b))  # the row as it now reads
+    s.transaction(("INSERT", None, r3))
+    return {s.pk(1): r1b, s.pk(2): r2, s.pk(3): r3}, {
+        s.pk(1): [("INSERT", False, r1), ("UPDATE", False, r1b)],
+        s.pk(2): [("INSERT", False, r2)],
+        s.pk(3): [("INSERT", False, r3)],
+    }
+
+
 def truncate(s: Script):
     r1, r2, r3 = s.row(1), s.row(2), s.row(3)
     s.transaction(("INSERT", None, r1), ("INSERT", None, r2))
@@ -250,6 +302,7 @@ SCENARIOS = [
     Scenario("open", ("kafka", "gg", "hirdb", "lx"), open_transaction),
     Scenario("dupexact", ("ct", "kafka"), duplicates),
     Scenario("dupconflict", ("ct", "kafka"), duplicates),
+    Scenario("addcolumn", ("ct", "kafka", "gg", "hirdb"), add_column),
 ]
 
 
@@ -336,7 +389,9 @@ def prepare(src: Path) -> Contribution:
             script = Script(short)
             expected[feed] = scenario.script(script)
             folder = src / feed
-            write_feed(script.simulation(), FORMATS[short], folder, OPTIONS[short])
+            write_feed(
+                script.simulation(), FORMATS[short], folder, OPTIONS[short], script.tables(short)
+            )
             feeds[feed] = short
             if scenario.late_first:
                 later += _earlier_half(folder)  # the earlier positions land in round 2
@@ -440,3 +495,23 @@ def test_exact_duplicates_are_ignored_and_conflicting_ones_reported(scenario_run
         line for line in round1.stdout.splitlines() if "conflicting_duplicate_changes" in line
     ]
     assert any("WARN 2 conflicting_duplicate_changes" in line for line in conflicts), conflicts
+
+
+def test_a_column_added_at_the_source_is_reported_and_scaffold_declares_it(two_rounds):
+    """issue 46 item 3: the addcolumn scenario's new column (not in the seeds) is kept in
+    current state and history (test_scenario_current_state_and_history). Both rounds warn,
+    one row per feed (columns_not_in_catalog: the latest .dfm, MD message and TDR list it, and
+    the HiRDB decoder records it from the statements that name it); `cdc scaffold` then
+    appends it to the seeds after the table's last column, typed as a string."""
+    feeds = {f"addcolumn_{short}" for short in ("ct", "kafka", "gg", "hirdb")}
+    for run in (two_rounds.round1, two_rounds.round2):
+        assert f"WARN {len(feeds)} columns_not_in_catalog" in run.stdout, run.stdout[-3000:]
+    cdc(two_rounds.project, "scaffold", landing=two_rounds.landing, lake=two_rounds.lake)
+    with (two_rounds.project / "seeds" / "cdc_columns.csv").open(encoding="utf-8") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["feed"] in feeds]
+    added = {r["feed"]: r for r in rows if r["column_name"] == "LOYALTY_TIER"}
+    assert set(added) == feeds
+    for feed, row in added.items():
+        last = max(int(r["ordinal"]) for r in rows if r["feed"] == feed and r is not row)
+        assert (int(row["ordinal"]), row["primary_key_position"]) == (last + 1, "0"), feed
+        assert row["spark_type"] == "string", feed

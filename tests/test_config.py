@@ -247,6 +247,45 @@ def test_scaffold_keeps_names_from_the_data_and_skips_only_what_cannot_be_a_tabl
     assert typed_model_name("k", "S", "顧客").startswith("k__s____")
 
 
+def test_scaffold_adds_the_columns_a_known_table_gained_at_the_source():
+    """issue 46 item 3: a table of the project's seeds whose latest metadata (table version 2)
+    has a column the seeds lack gets it appended after its last ordinal, as a non-key column;
+    columns of older versions and of the seeds are left alone, and a table of other seeds (the
+    demo's: known, but not the project's own) gets nothing."""
+    from python_udfs.cli import scaffold_rows
+
+    def column(table, name, ordinal, version, key=0):
+        return {
+            "feed": "k",
+            "source_schema": "S",
+            "source_table": table,
+            "column_name": name,
+            "ordinal": ordinal,
+            "source_type": "STRING",
+            "length": 10,
+            "precision": None,
+            "scale": None,
+            "primary_key_position": key,
+            "nullable": True,
+            "table_version": version,
+            "ingest_batch_id": "b1",
+        }
+
+    rows = [column("T", "ID", 1, 1, key=1), column("T", "OLD", 2, 1)]
+    rows += [column("T", "ID", 1, 2, key=1), column("T", "TIER", 3, 2), column("T", "NOTE", 4, 2)]
+    rows += [column("DEMO", "ID", 1, 2, key=1), column("DEMO", "NEW", 2, 2)]
+    known = {("k", "S", "T"), ("k", "S", "DEMO")}
+    own = {("k", "S", "T"): {"ID": 1, "OLD": 2}}
+    columns, tables, skipped = scaffold_rows(rows, known, own_columns=own)
+    assert tables == [] and skipped == []
+    assert [(c["source_table"], c["column_name"], c["ordinal"]) for c in columns] == [
+        ("T", "TIER", 3),
+        ("T", "NOTE", 4),
+    ]
+    assert {c["primary_key_position"] for c in columns} == {0}
+    assert scaffold_rows(rows, known)[0] == []  # without the own seeds' columns: nothing
+
+
 @pytest.mark.parametrize("name", REFUSED_NAMES[1:])
 def test_a_seed_row_with_a_name_nothing_can_carry_names_its_line(
     project, monkeypatch, tmp_path, capsys, name

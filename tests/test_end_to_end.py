@@ -12,7 +12,7 @@ import pytest
 
 from python_udfs.cli import DEMO_TRUNCATE_EVERY
 from python_udfs.config import CDC_COLUMNS_HEADER, load_project
-from simulator.database import JP_TABLES, catalog_rows, simulate, tables_for
+from simulator.database import JP_TABLES, SimColumn, catalog_rows, simulate, tables_for
 from simulator.feeds import write_feed
 from tests.spark_project import (
     HOSTILE_NAMES,
@@ -490,8 +490,9 @@ def land_goldengate_samples(samples: Path, landing: Path) -> None:
 @pytest.fixture(scope="module")
 def real_samples_run(tmp_path_factory, samples):
     """The real Qlik samples (with bad input and tables with hostile names beside them) and the
-    real GoldenGate trails in one project: ``cdc stage``, ``cdc scaffold``, the analytics
-    engineer's key for EDW.SAMPLE, then ``cdc run``. Returns ``(project, lake, run process)``."""
+    real GoldenGate trails in one project: ``cdc stage``, ``cdc run`` (no table declared yet),
+    ``cdc scaffold``, the analytics engineer's key for EDW.SAMPLE, then ``cdc run`` again.
+    Returns ``(project, lake, first run process, last run process)``."""
     tmp_path = tmp_path_factory.mktemp("real_samples")
     landing, lake = tmp_path / "landing", tmp_path / "lake"
     land_goldengate_samples(samples, landing)
@@ -576,6 +577,14 @@ def real_samples_run(tmp_path_factory, samples):
     staged = cdc(project, "stage", landing=landing, lake=lake)
     # right after staging, before any dbt run: the rejects with their reasons (issue 16)
     listed = cdc(project, "rejects", "--feed", "samples_kafka", landing=landing, lake=lake)
+    # a first run before any table is declared: the tables whose metadata names a key (the
+    # Kafka MD messages, the GoldenGate definitions) are applied, EDW.SAMPLE's changes are
+    # logged without a key (issue 46)
+    first = cdc(project, "run", landing=landing, lake=lake)
+    REAL_SAMPLES_BEFORE_SCAFFOLD.update(
+        stdout=first.stdout,
+        state={(r["feed"], r["source_table"]) for r in read_mart(lake, "current_state")},
+    )
     cdc(project, "scaffold", landing=landing, lake=lake)
     columns = list(csv.DictReader((project / "seeds" / "cdc_columns.csv").open(encoding="utf-8")))
     # The .dfm declares no key for EDW.SAMPLE: the analytics engineer sets it.
@@ -587,18 +596,40 @@ def real_samples_run(tmp_path_factory, samples):
     REJECT_LISTINGS.update(staged=staged.stdout, listed=listed.stdout)
     run = cdc(project, "run", landing=landing, lake=lake)
     REAL_SAMPLES_NODES.update(run_results(project))
-    return project, lake, run
+    return project, lake, first, run
 
 
 #: {unique_id: status} of the dbt nodes the real-samples `cdc run` built and tested.
 REAL_SAMPLES_NODES: dict[str, str] = {}
+#: The real-samples project's first `cdc run`, before `cdc scaffold`: its ``stdout`` and the
+#: ``(feed, table)`` pairs current state held after it.
+REAL_SAMPLES_BEFORE_SCAFFOLD: dict[str, object] = {}
+
+
+def test_real_samples_tables_are_applied_from_their_metadata_then_from_the_scaffold(
+    real_samples_run,
+):
+    """issue 46: a first run before any table is declared applies every table whose feed's
+    metadata names a key: the Kafka MD message's employees.salaries and the tables with
+    hostile names, and the GoldenGate trails' tables. EDW.SAMPLE's .dfm names no key: its
+    changes are logged without one and the run warns. After `cdc scaffold` and the key set in
+    the seed, the next plain run applies them, with no --full-refresh."""
+    _project, lake, first, _run = real_samples_run
+    before = REAL_SAMPLES_BEFORE_SCAFFOLD["state"]
+    kafka = {t for f, t in before if f == "samples_kafka"}
+    assert "salaries" in kafka and set(HOSTILE_NAMES) <= kafka
+    assert {f for f, _t in before} >= {"samples_kafka", "gg_tc", "gg_tr"}
+    assert ("samples_ct", "SAMPLE") not in before
+    assert "WARN 1 changes_of_tables_not_in_catalog" in first.stdout, first.stdout[-3000:]
+    after = {(r["feed"], r["source_table"]) for r in read_mart(lake, "current_state")}
+    assert ("samples_ct", "SAMPLE") in after and before <= after
 
 
 def test_with_the_demo_off_a_run_builds_only_the_real_samples_tables(real_samples_run):
     """issue 16: the real samples' project has the demo switched off (`cdc_demo: false`, as a
     user's project does): no demo seed, typed model or test is built, every typed model is one
     of the samples' feeds, and the marts hold those feeds alone."""
-    project, lake, _proc = real_samples_run
+    project, lake, _first, _proc = real_samples_run
     feeds = ("samples_ct", "samples_kafka", "gg_tc", "gg_tr")
     assert REAL_SAMPLES_NODES and not [n for n in REAL_SAMPLES_NODES if "demo" in n]
     assert "seed.cdc_changelog.cdc_columns" in REAL_SAMPLES_NODES
@@ -611,7 +642,8 @@ def test_with_the_demo_off_a_run_builds_only_the_real_samples_tables(real_sample
 
 
 def test_real_samples_through_stage_scaffold_and_run_with_bad_input(real_samples_run):
-    project, lake, proc = real_samples_run
+    # the first run applies the staged batch (its rejects warn there); the state is the last's
+    project, lake, proc, _last = real_samples_run
     columns = list(csv.DictReader((project / "seeds" / "cdc_columns.csv").open(encoding="utf-8")))
     salaries = {c["column_name"]: c for c in columns if c["source_table"] == "salaries"}
     assert {k: v["primary_key_position"] for k, v in salaries.items()} == {
@@ -702,7 +734,7 @@ def test_real_samples_through_stage_scaffold_and_run_with_bad_input(real_samples
         ("samples_kafka", "qlik_kafka/bad-0-00000000000000000000.jsonl", "invalid_json")
     }
     assert all(r[0] == "samples_kafka" for r in listed[1:])
-    # the run that applies that batch warns about them (tests/dbt/rejects_of_this_run.sql)
+    # the run that applies that batch (the first) warns about them (tests/dbt/rejects_of_this_run.sql)
     assert re.search(r"WARN \d+ rejects_of_this_run", proc.stdout), proc.stdout[-3000:]
     assert "│ samples_kafka" in proc.stdout
 
@@ -714,7 +746,7 @@ def test_names_from_the_data_reach_every_typed_model_as_they_are(real_samples_ru
     name is never rendered, each typed view is queryable, and scaffolding again changes nothing."""
     from python_udfs.cli import TYPED_MODELS_DIR, typed_model_files, typed_model_name
 
-    project, lake, _proc = real_samples_run
+    project, lake, _first, _proc = real_samples_run
     landing = lake.parent / "landing"
     seeds = project / "seeds"
     columns = list(csv.DictReader((seeds / "cdc_columns.csv").open(encoding="utf-8")))
@@ -863,7 +895,7 @@ def test_dbt_docs_generate_documents_every_model_source_and_column(oracle_run):
 
 
 def test_real_goldengate_trails_through_stage_scaffold_and_run(real_samples_run):
-    project, lake, proc = real_samples_run
+    project, lake, _first, proc = real_samples_run
     assert "│ gg_tc" in proc.stdout
 
     log = {r["change_id"]: r for r in read_mart(lake, "change_log")}
@@ -1002,19 +1034,33 @@ DISCOVERED_FEEDS = {
 LEFT_OUT_OF_DISCOVERED = {"qlik_kafka": "EMPLOYEES", "qlik_change_tables": "ORDER_LINES"}
 
 
+#: The column the discovered feeds' CUSTOMERS table gains before transaction 12 of 20.
+ADDED_COLUMN = (
+    "CUSTOMERS",
+    SimColumn(
+        "LOYALTY_TIER", "STRING", "string", nullable=True, length=10, pool=("gold", "silver")
+    ),
+    12,
+)
+
+
 def prepare_discovered(src: Path) -> Contribution:
     """A Qlik change-table feed, a Kafka feed and a GoldenGate trail with TDR records of one
     simulated workload, for the two-round project: none of their tables is in the seeds, in
     either round. Round 1 lands the first half of each feed's files (a data file with its
-    ``.dfm``), round 2 the rest. Two tables are left out (:data:`LEFT_OUT_OF_DISCOVERED`).
+    ``.dfm``), round 2 the rest. CUSTOMERS gains a column half way (:data:`ADDED_COLUMN`). Two
+    tables are left out (:data:`LEFT_OUT_OF_DISCOVERED`).
     ``expected`` is each feed's simulation; ``extra["tables"]`` the tables each feed holds."""
     sims, tables = {}, {}
     for feed, fmt in DISCOVERED_FEEDS.items():
         left_out = LEFT_OUT_OF_DISCOVERED.get(fmt)
         written = tuple(t for t in tables_for(fmt) if t.name != left_out)
-        # a simulation of the written tables only: a transaction's event count covers them all
-        sims[feed] = simulate(seed=44, load_rows=4, transactions=20, tables=written)
-        write_feed(sims[feed], fmt, src / feed, tables=written)
+        # a simulation of the written tables only: a transaction's event count covers them
+        # all; CUSTOMERS gains a column half way (source DDL: issue 46 item 3)
+        sims[feed] = simulate(
+            seed=44, load_rows=4, transactions=20, tables=written, added_column=ADDED_COLUMN
+        )
+        write_feed(sims[feed], fmt, src / feed, tables=sims[feed].tables)
         tables[feed] = {(t.schema, t.name) for t in written}
 
     def land_round1(src: Path, landing: Path) -> None:
@@ -1040,17 +1086,26 @@ def prepare_discovered(src: Path) -> Contribution:
 
 
 def test_tables_that_only_their_feeds_metadata_declares_are_applied(two_rounds):
-    """issue 46 item 1: no seed names the tables of the three feeds, in either round; their
-    .dfm files, Kafka MD messages and GoldenGate TDR records name the columns and the key.
+    """issue 46 items 1 and 3: no seed names the tables of the three feeds, in either round;
+    their .dfm files, Kafka MD messages and GoldenGate TDR records name the columns and the
+    key. Half way, CUSTOMERS gains a column (a later .dfm, an MD message of table version 2, a
+    second TDR).
     Their changes are logged with their key and current state equals the simulated database
     after round 2; no run warns about them (changes_of_tables_not_in_catalog counts only the
     keyless feed's table, changes_of_tables_without_primary_key only its keyless table)."""
     contribution = two_rounds.contributions["discovered"]
     sims, lake = contribution.expected, two_rounds.lake
     state = _state(lake)
+    added = ADDED_COLUMN[1].name
     for feed, tables in contribution.extra["tables"].items():
         expected = {k: v for k, v in sims[feed].final_state.items() if v and k in tables}
         assert expected and state[feed] == expected, feed
+        # the column added at the source is kept where rows were written after the DDL
+        customers = state[feed][("SALES", "CUSTOMERS")]
+        assert any(added in row for row in customers.values()), feed
+        assert any(added not in row for row in customers.values()), feed
+        log = [r for r in read_mart(lake, "change_log") if r["feed"] == feed]
+        assert any(added in (r["after_image"] or {}) for r in log), feed
         log = [r for r in read_mart(lake, "change_log") if r["feed"] == feed]
         assert log and all(r["is_in_catalog"] for r in log), feed
     for run in (two_rounds.round1, two_rounds.round2):
@@ -1105,20 +1160,24 @@ def test_changes_of_a_table_declared_after_they_were_logged_are_applied_without_
         if (r["feed"], r["source_schema"], r["source_table"]) == missing
     ]
     assert first and all(not r["is_in_catalog"] and r["primary_key"] is None for r in first)
-    # the store (read_mart reads the change_log view's table) keeps round 1's keyless rows and
-    # holds each change once more, keyed; the view leaves the keyless rows out
+    # change_log shows each change once, keyed; its store keeps round 1's keyless rows too
     log, others = _keyless_feed_log(two_rounds, missing)
-    keyed = [r for r in log if r["is_in_catalog"]]
-    assert sorted(r["change_id"] for r in keyed) == sorted(r["change_id"] for r in first)
-    assert sorted(r["change_id"] for r in log if not r["is_in_catalog"]) == sorted(
+    assert sorted(r["change_id"] for r in log) == sorted(r["change_id"] for r in first)
+    assert all(r["is_in_catalog"] for r in log)
+    row_changes = [r for r in log if r["operation"] in ("INSERT", "UPDATE", "DELETE", "LOAD")]
+    assert row_changes and all(r["primary_key"] is not None and r["key_id"] for r in row_changes)
+    store = [
+        r
+        for r in read_mart(lake, "int_changes_logged")
+        if (r["feed"], r["source_schema"], r["source_table"]) == missing
+    ]
+    assert len(store) == 2 * len(first)
+    assert sorted(r["change_id"] for r in store if not r["is_in_catalog"]) == sorted(
         r["change_id"] for r in first
     )
-    row_changes = [r for r in keyed if r["operation"] in ("INSERT", "UPDATE", "DELETE", "LOAD")]
-    assert row_changes and all(r["primary_key"] is not None and r["key_id"] for r in row_changes)
     assert len({r["change_id"] for r in others}) == len(others)
     # the run's summary counts the change_log view: each change of the feed once
-    feed_log = [r for r in read_mart(lake, "change_log") if r["feed"] == KEYLESS_FEED]
-    assert summary_figures(two_rounds.round2.stdout)[KEYLESS_FEED][1] == len(feed_log) - len(first)
+    assert summary_figures(two_rounds.round2.stdout)[KEYLESS_FEED][1] == len(log) + len(others)
     assert sim.final_state[missing[1:]]
     assert _state(lake)[KEYLESS_FEED][missing[1:]] == sim.final_state[missing[1:]]
 

@@ -222,6 +222,31 @@ def test_null_indicator_and_values():
         column_value(GGColumn("I", 0, 134, 8, 0, 0, 0, 0, False), b"\x00" * 4, "utf-8", opts)
 
 
+def test_column_int_byte_order_metadata_reads_integers_in_the_trail_order(tmp_path):
+    """formats/goldengate_trail.md, option column_int_byte_order: integer payloads are
+    big-endian whatever the trail's order (big, the default); with metadata they follow the
+    trail's metadata order, little-endian in a little-endian trail. The simulator writes a
+    little-endian trail with big-endian integers, as 21c does: the option changes them."""
+    from simulator.database import TABLES, simulate
+    from simulator.goldengate_trail import write_trails
+
+    write_trails(simulate(seed=8), TABLES, tmp_path, {"byte_order": "little"})
+    first = min(p for p in tmp_path.iterdir() if p.name.startswith("aa")).read_bytes()
+
+    def ids(options):
+        result = decode_trail_file(first, file_name="aa000000", options=options, final=True)
+        return [(r["data"] or {}).get("CUSTOMER_ID") for r in result.rows]
+
+    default = ids({})
+    assert any(default) and ids({"column_int_byte_order": "big"}) == default
+    assert ids({"column_int_byte_order": "metadata"}) != default
+    col = GGColumn("I", 0, 132, 4, 0, 0, 0, 0, False)
+    payload = struct.pack("<i", 1500)
+    assert column_value(col, payload, "utf-8", {}) == str(struct.unpack(">i", payload)[0])
+    assert column_value(col, payload, "utf-8", {"column_int_order": "<"}) == "1500"
+    assert column_value(col, struct.pack(">i", 1500), "utf-8", {"column_int_order": ">"}) == "1500"
+
+
 def test_datetime_kind_timestamp_always_renders_every_datetime_as_a_timestamp():
     """formats/goldengate_trail.md, option datetime_kind: by default MSDT/LSDT decide (an
     LSDT ≤ 2 column is a DATE, an MSDT ≥ 3 one a TIME); timestamp_always renders each 192
@@ -333,6 +358,50 @@ def test_a_trail_without_tdrs_or_sourcedefs_decodes_from_the_catalog_seed(tc, tm
         assert not any(r["io_type"] == 170 for r in expected.rows)  # no TDR record
         unified += sum(r["io_type"] in (134, 135) for r in expected.rows)
     assert unified  # updates are unified records
+
+
+def test_metadata_source_picks_the_tdr_records_or_the_sourcedefs_file(tmp_path):
+    """formats/goldengate_trail.md, option metadata_source. A 12.2-style trail (TDR records)
+    decodes by its TDRs with auto and trail; with sourcedefs each TDR only names the table its
+    index stands for and the definition comes from the sourcedefs file, so a table the file
+    lacks is a no_metadata reject. An 11.x-style trail (table names, no TDR) decodes by its
+    sourcedefs file with auto and sourcedefs; with trail every record is a no_metadata
+    reject."""
+    from simulator.database import TABLES, simulate
+    from simulator.goldengate_trail import write_trails
+
+    sim = simulate(seed=6)
+
+    def decode_all(folder, definitions, metadata_source):
+        rows, reasons = [], set()
+        for path in sorted(p for p in folder.iterdir() if p.name.startswith("aa")):
+            result = decode_trail_file(
+                path.read_bytes(),
+                file_name=path.name,
+                definitions=definitions,
+                options={"metadata_source": metadata_source},
+                final=True,
+            )
+            rows += [(r["table_name"], r["data"]) for r in result.rows if r["io_type"] != 170]
+            reasons |= {r.reason for r in result.rejects}
+        return rows, reasons
+
+    write_trails(sim, TABLES, tmp_path / "v11", {"definitions": "dirdef/sim.def"})
+    defs, _ = parse_sourcedefs((tmp_path / "v11" / "dirdef" / "sim.def").read_text("utf-8"))
+    write_trails(sim, TABLES, tmp_path / "v12", {})
+    by_tdr, none = decode_all(tmp_path / "v12", None, "auto")
+    assert by_tdr and not none
+    assert decode_all(tmp_path / "v12", None, "trail") == (by_tdr, set())
+    assert decode_all(tmp_path / "v12", defs, "sourcedefs") == (by_tdr, set())
+    customers = next(name for name in defs if name.endswith(".CUSTOMERS"))
+    partial = {name: table for name, table in defs.items() if name != customers}
+    rows, reasons = decode_all(tmp_path / "v12", partial, "sourcedefs")
+    assert reasons == {"no_metadata"}
+    assert rows == [r for r in by_tdr if r[0] != customers]
+    by_defs, none = decode_all(tmp_path / "v11", defs, "auto")
+    assert by_defs and not none
+    assert decode_all(tmp_path / "v11", defs, "sourcedefs") == (by_defs, set())
+    assert decode_all(tmp_path / "v11", defs, "trail") == ([], {"no_metadata"})
 
 
 @pytest.mark.parametrize("style", ["tdr", "sourcedefs"])

@@ -237,8 +237,15 @@ def test_a_column_the_catalog_lacks_is_kept_typed_by_its_literal_and_warned_once
     drift = [w for w in result.warnings if "schema drift" in w]
     assert drift == [
         "column Z of S.T is not in the catalog (schema drift): its values are kept, typed by "
-        "their literals; add it to seeds/cdc_columns.csv"
+        "their literals; `cdc scaffold` adds it to seeds/cdc_columns.csv"
     ]
+    # for `cdc scaffold`: one raw_metadata row, at the line that first names the column, typed
+    # by its first literal's shape, at its place in that statement
+    (meta,) = result.metadata
+    assert (meta.source_schema, meta.source_table, meta.column_name) == ("S", "T", "Z")
+    assert (meta.record_index, meta.ordinal, meta.source_type) == (2, 3, "VARCHAR")
+    assert (meta.primary_key_position, meta.metadata_source) == (0, "hirdb_statement")
+    assert decode("\n".join(lines[:1]) + "\n", catalog=catalog).metadata == []
 
 
 def test_tail_without_commit_is_emitted_and_reported_and_a_partial_line_waits():
@@ -268,6 +275,29 @@ def test_incomplete_tail_reject_makes_the_lines_after_the_last_commit_rejects():
     ]
     assert rejected.consumed_end == len(data)
     assert not any("pending" in w for w in rejected.warnings)
+
+
+def test_quote_escape_none_reads_apostrophes_as_written():
+    """formats/hirdb_update_sql.md, option quote_escape: doubled (the default) reads '' inside a
+    literal as one apostrophe and rejects a lone one; none keeps every apostrophe as written,
+    a literal ending only at an apostrophe followed by what may follow a value (, ) ; AND OR
+    WHERE or the end)."""
+    lines = [
+        '/* 2024-02-01 09:00:00 */ INSERT INTO "S"."T"("K","N") VALUES(1,\'O\'\'Hare\');',
+        '/* 2024-02-01 09:00:01 */ INSERT INTO "S"."T"("K","N") VALUES(2,\'O\'Hare\');',
+        '/* 2024-02-01 09:00:02 */ UPDATE "S"."T" SET "N"=N\'it\'s, ok\' WHERE "K"=2 AND "N"=\'O\'Hare\';',
+    ]
+    text = "\n".join(lines) + "\n"
+    doubled = decode(text)
+    assert [r["data"]["N"] for r in doubled.rows] == ["O'Hare"]
+    assert [(r.record_index, r.reason) for r in doubled.rejects] == [
+        (2, "unterminated_literal"),
+        (3, "unparsable_sql"),
+    ]
+    none = decode(text, options={"quote_escape": "none"})
+    assert none.rejects == []
+    assert [r["data"]["N"] for r in none.rows] == ["O''Hare", "O'Hare", "it's, ok"]
+    assert none.rows[2]["where_data"] == {"K": "2", "N": "O'Hare"}
 
 
 def test_encodings_are_detected_and_undecodable_lines_rejected():

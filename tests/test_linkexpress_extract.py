@@ -468,3 +468,28 @@ def test_numpy_reader_of_fixed_length_files_agrees_with_the_record_reader(data):
             assert slow == fast
         elif slow is not None:  # only the FFFF marker reads differently: it is 2 bytes long
             assert slow.operation == 0xFFFF
+
+
+@pytest.mark.parametrize(
+    ("mode", "signs"),
+    [
+        ("auto", {"3": "+", "4": "+", "5": "-", "A": "+", "B": "-", "C": "+", "D": "-", "F": "+"}),
+        ("ascii_unsigned", {"3": "+", "4": None, "5": None, "C": None, "D": None}),
+        ("fujitsu_4_5", {"3": "+", "4": "+", "5": "-", "C": None, "D": None}),
+        ("ebcdic_c_d", {"C": "+", "F": "+", "D": "-", "4": None, "5": None}),
+    ],
+)
+def test_zoned_sign_option_reads_the_sign_nibbles_it_names(mode, signs):
+    """formats/linkexpress_extract.md, option zoned_sign: the last byte's high nibble of a
+    zoned decimal is its sign. auto takes every known form; ascii_unsigned only 3 (no sign);
+    fujitsu_4_5 the 4/5 nibbles of Fujitsu COBOL; ebcdic_c_d C/F plus and D minus. A nibble
+    the mode does not know is a ValueError (the record a reject naming the item)."""
+    from python_udfs.linkexpress_extract.decoder import zoned_text
+
+    for nibble, sign in signs.items():
+        raw = b"12" + bytes([int(nibble, 16) << 4 | 5])  # 125, scale 1
+        if sign is None:
+            with pytest.raises(ValueError, match="sign nibble"):
+                zoned_text(raw, 1, mode)
+        else:
+            assert zoned_text(raw, 1, mode) == ("-12.5" if sign == "-" else "12.5"), nibble

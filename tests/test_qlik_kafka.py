@@ -1,5 +1,6 @@
 import json
 import struct
+from pathlib import Path
 
 import fastavro
 import pytest
@@ -188,6 +189,97 @@ def test_confluent_wire_format_with_a_schema_file(samples):
     assert unknown.rejects[0].message == "no schema for id 7"
 
 
+def test_confluent_framing_off_reads_a_leading_zero_byte_as_part_of_the_record(samples):
+    """formats/qlik_kafka_messages.md, option confluent_framing: with off, a value starting
+    with 0x00 is not a registry id and its 5 bytes: it is a bare Avro DataRecord of the
+    topic's table. The same framed value that decodes as Confluent by default is then an Avro
+    decode error (bytes left over), and the bare record decodes."""
+    md, payload = _data_record(samples)
+    catalog = KafkaCatalog()
+    catalog.add_columns(scan_metadata(_md_line(samples) + b"\n", file_name="x.jsonl"))
+    options = {"topic_tables": {"salaries": "employees.salaries"}, "confluent_framing": "off"}
+
+    def run(value):
+        return decode_dump_file(
+            struct.pack(">I", len(value)) + value,
+            file_name="salaries-0-00000000000000000000.lpv",
+            catalog=catalog,
+            registry_schemas={42: md["dataSchema"]},
+            options=options,
+        )
+
+    framed = run(b"\x00\x00\x00\x00\x2a" + payload)
+    assert framed.rows == [] and [r.reason for r in framed.rejects] == ["avro_decode_error"]
+    bare = run(payload)
+    assert bare.rejects == [] and bare.rows[0]["value_format"] == "avro"
+
+
+def test_envelope_option_requires_or_refuses_the_replicate_envelope(samples):
+    """formats/qlik_kafka_messages.md, option envelope: the real UPDATE comes in the
+    Replicate envelope and its message can come bare. auto reads both; required refuses the
+    bare one and absent the enveloped one (a bad_envelope reject each)."""
+    options = {"topic_tables": {"item_master_update_16_columns": "SAPTM.ITEM_MASTER"}}
+    name = "item_master_update_16_columns.jsonl"
+    enveloped = (samples / ITEM_MASTER).read_bytes()
+    bare = json.dumps(json.loads(enveloped)["message"]).encode() + b"\n"
+    expected = {
+        "auto": ("UPDATE", "UPDATE"),
+        "required": ("UPDATE", "bad_envelope"),
+        "absent": ("bad_envelope", "UPDATE"),
+    }
+    for mode, outcomes in expected.items():
+        got = []
+        for data in (enveloped, bare):
+            result = decode(data, name, {**options, "envelope": mode})
+            got.append(result.rows[0]["operation"] if result.rows else result.rejects[0].reason)
+        assert tuple(got) == outcomes, mode
+
+
+def test_metadata_source_takes_md_messages_the_catalog_seed_or_nothing(samples):
+    """formats/qlik_kafka_messages.md, option metadata_source. The real dump holds an MD
+    message, then a REFRESH of its table. in_dump types the row by the MD message (its table
+    version); catalog_file and none leave the MD message to raw_metadata only: with an empty
+    seed catalog the row's columns come from its data keys, with a warning. The decoder
+    context of a feed takes the seed's and the dumps' columns (in_dump), the seed's only
+    (catalog_file) or none."""
+    from python_udfs.config import FeedConfig
+    from python_udfs.qlik_kafka.spec import decoder_context
+
+    data = (samples / EMPLOYEES).read_bytes()
+    name = "employees_salaries_md_and_refresh.jsonl"
+    rows = {}
+    for source in ("in_dump", "catalog_file", "none"):
+        result = decode_dump_file(
+            data,
+            file_name=name,
+            catalog=KafkaCatalog(),
+            options={"topic_tables": TOPIC_TABLES, "metadata_source": source},
+        )
+        assert result.rejects == [] and len(result.metadata) == 4, source
+        rows[source] = (result.rows[0]["table_version"], result.warnings)
+    assert rows["in_dump"][0] is not None
+    assert not any("column order from data keys" in w for w in rows["in_dump"][1])
+    for source in ("catalog_file", "none"):
+        assert rows[source][0] is None
+        assert any("column order from data keys" in w for w in rows[source][1]), source
+
+    md = scan_metadata(data, file_name=name)
+    seed = [
+        MetadataColumn("S", "SEEDED", None, "ID", 1, "INT4", None, None, None, 1, False, "seed")
+    ]
+    config = type("Config", (), {"table_identifiers": {}})()
+    tables = {}
+    for source in ("in_dump", "catalog_file", "none"):
+        feed = FeedConfig("k", "qlik_kafka", Path("."), {"metadata_source": source})
+        context = decoder_context(feed, config, {("k", "S", "SEEDED"): seed}, md)
+        tables[source] = {t for _s, t in context["kafka_catalog"].by_table}
+    assert tables == {
+        "in_dump": {"SEEDED", "salaries"},
+        "catalog_file": {"SEEDED"},
+        "none": set(),
+    }
+
+
 def _three_column_catalog():
     catalog = KafkaCatalog()
     catalog.add_columns(
@@ -230,6 +322,27 @@ def test_column_mask_makes_columns_absent_not_null():
     )
     assert result.rejects == []
     assert result.rows[0]["data"] == {"A": "1", "C": "x"}
+
+
+def test_ordinal_source_data_key_order_reads_masks_in_the_order_of_the_data_keys():
+    """formats/qlik_kafka_messages.md, option ordinal_source: by default a mask bit indexes
+    the MD ordinals (A, B, C); with data_key_order, the order of the message's data keys
+    (C, B, A here), so columnMask 05 keeps C and A either way and changeMask 01 names A by
+    default and C with the option."""
+    line = _dt({"columnMask": "05", "changeMask": "01"}, {"C": "x", "B": None, "A": 1})
+    rows = {}
+    for source in ("metadata", "data_key_order"):
+        result = decode_dump_file(
+            line + b"\n",
+            file_name="t-0-00000000000000000000.jsonl",
+            catalog=_three_column_catalog(),
+            options={"ordinal_source": source},
+        )
+        assert result.rejects == [], source
+        rows[source] = result.rows[0]
+    assert rows["metadata"]["column_names"] == ["A", "B", "C"]
+    assert rows["data_key_order"]["column_names"] == ["C", "B", "A"]
+    assert rows["metadata"]["data"] == rows["data_key_order"]["data"] == {"A": "1", "C": "x"}
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,13 @@
     (stg_cdc__metadata: a Qlik `.dfm`, a Kafka MD message, a GoldenGate TDR or sourcedefs
     entry) when that metadata names key columns. A seed row always wins over the metadata; a
     table whose key nothing names stays out (the changes_of_tables_not_in_catalog warning).
-    Header columns of change tables (header__*) are not table columns.
+    Header columns of change tables (header__*) are not table columns. metadata_column_names
+    are the columns of the table's latest metadata, for every table that has some: the test
+    columns_not_in_catalog lists those the seeds lack (source DDL). A table, built once per
+    run: every reader of change_log and of the apply reads it.
 -#}
+
+{{ config(materialized='table') }}
 
 with
 
@@ -100,8 +105,22 @@ metadata_tables as (
     group by metadata_columns.feed, metadata_columns.source_schema, metadata_columns.source_table
 ),
 
+seeded_tables as (
+    select
+        seed_tables.*,
+        metadata_tables.column_names as metadata_column_names
+    from seed_tables
+    left join metadata_tables
+        on
+            seed_tables.feed = metadata_tables.feed
+            and seed_tables.source_schema = metadata_tables.source_schema
+            and seed_tables.source_table = metadata_tables.source_table
+),
+
 discovered_tables as (
-    select metadata_tables.*
+    select
+        metadata_tables.*,
+        metadata_tables.column_names as metadata_column_names
     from metadata_tables
     left anti join seed_tables
         on
@@ -112,7 +131,7 @@ discovered_tables as (
 ),
 
 catalog_tables as (
-    select * from seed_tables
+    select * from seeded_tables
     union all
     select * from discovered_tables
 )

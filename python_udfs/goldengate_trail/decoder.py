@@ -53,7 +53,8 @@ FORMAT = "goldengate_trail"
 #: from what the decoder reads.
 OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
     "byte_order": ("auto", ("auto", "big", "little")),
-    "metadata_source": (None, ("auto",)),
+    "metadata_source": ("auto", ("auto", "trail", "sourcedefs")),
+    "column_int_byte_order": ("big", ("big", "metadata")),
     "definitions": (None, None),
     "char_encoding": (None, None),
     "update_pair_position": ("before", ("before", "after")),
@@ -288,6 +289,9 @@ class _Trail:
     log_csn: str | None = None
     used: set[str] = field(default_factory=set)
     segmenting: bool = False  # a segmented record is being read: keep each segment's 'D' bytes
+    #: option metadata_source: ``sourcedefs`` maps a TDR's index to the definition of its
+    #: table name instead of reading the TDR's columns
+    metadata_source: str = "auto"
 
 
 def detect_byte_order(data: bytes) -> str | None:
@@ -411,6 +415,9 @@ def decode_trail_file(
         )
         result.consumed_end = len(data)
         return result
+    # option column_int_byte_order: integer column payloads in big-endian order, or in the
+    # trail's metadata order (read by column_value from this key)
+    opts["column_int_order"] = order if opts["column_int_byte_order"] == "metadata" else ">"
     (header_length,) = struct.unpack_from(order + "H", data, 2)
     if header_length > len(data):
         if final:
@@ -438,7 +445,9 @@ def decode_trail_file(
         struct.Struct(order + "H"),
         struct.Struct(order + "I"),
         seqno,
-        dict(definitions or {}),
+        # option metadata_source: trail reads the TDR records only
+        dict(definitions or {}) if opts["metadata_source"] != "trail" else {},
+        metadata_source=opts["metadata_source"],
     )
     pos, index = header_length, 0
     pending_b: dict[str, Any] | None = None
@@ -928,6 +937,15 @@ def _metadata_record(
     except (ValueError, KeyError, struct.error, UnicodeDecodeError) as exc:
         raise _Bad("bad_metadata_record", f"TDR for {name} does not parse: {exc}") from exc
     table = GGTable(name, columns, source="tdr")
+    if state.metadata_source == "sourcedefs":
+        # the TDR names the table its index stands for; the definition comes from sourcedefs
+        # (or the catalog seed), and an index of a table without one reads as no metadata
+        defined = state.tables.get(name)
+        if defined is None:
+            state.tdrs.pop(tdr_index, None)
+        else:
+            state.tdrs[tdr_index] = defined
+        return table
     state.tdrs[tdr_index] = table
     state.tables[name] = table
     return table
@@ -989,7 +1007,9 @@ def column_value(column: GGColumn, payload: bytes, charset: str, opts: Mapping[s
     """Render one column payload (after the null indicator) as canonical text.
 
     Types (formats/goldengate_trail.md, *Values*): 0/1 fixed CHAR; 64/65 VARCHAR (u16 length;
-    sub-type 2/3 number text, 4 binary, 1 UTF-16BE); 130–135 big-endian integers scaled by
+    sub-type 2/3 number text, 4 binary, 1 UTF-16BE); 130–135 integers (big-endian, or
+    little-endian when ``opts["column_int_order"]`` is ``"<"``: option
+    ``column_int_byte_order: metadata`` of a little-endian trail) scaled by
     ``scale``; 140/142 (4 bytes) and 141/143 (8 bytes) IEEE floats; 150–154 ASCII decimals with
     the sign unsigned / leading / trailing (separate or embedded); 189 packed decimal; 191/192
     DATETIME by MSDT/LSDT; 195–212 interval literals. Raises ValueError for a payload that does
@@ -1016,6 +1036,8 @@ def column_value(column: GGColumn, payload: bytes, charset: str, opts: Mapping[s
         return body.decode(charset)
     if kind in _INT_FORMATS:
         fmt = _INT_FORMATS[kind]
+        if opts.get("column_int_order") == "<":
+            fmt = "<" + fmt[1:]
         if len(payload) != struct.calcsize(fmt):
             raise ValueError(f"{len(payload)} bytes for a {struct.calcsize(fmt)}-byte integer")
         (value,) = struct.unpack(fmt, payload)

@@ -56,7 +56,7 @@ FORMAT = "hirdb_update_sql"
 OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
     "encoding": ("auto", None),
     "source_time_zone": ("UTC", None),
-    "quote_escape": ("doubled", ("doubled",)),
+    "quote_escape": ("doubled", ("doubled", "none")),
     "where_image": ("after", ("after", "before")),
     "hex_fallback": ("reject", ("reject", "decode_packed")),
     "placeholder_quoted": ("bare_only", ("bare_only", "accept_quoted")),
@@ -110,6 +110,20 @@ _TOKEN_RE = re.compile(
   | (?P<punct>[(),.;=])
     )
     """,
+    re.VERBOSE,
+)
+#: The tokens of option ``quote_escape: none``: an apostrophe inside a literal is written as it
+#: is, so a literal ends only at an apostrophe followed by what may follow a value (``,``,
+#: ``)``, ``;``, ``AND``, ``OR``, ``WHERE`` or the end of the statement).
+_LITERAL_END = r"'(?=[ \t]*(?:[,);]|$|(?i:AND|OR|WHERE)\b))"
+_TOKEN_RE_UNESCAPED = re.compile(
+    _TOKEN_RE.pattern.replace(
+        r"(?P<pstring>[MmNnXx]'(?:[^']|'')*')",
+        r"(?P<pstring>[MmNnXx]'(?:[^']|'(?!" + _LITERAL_END[1:] + r"))*" + _LITERAL_END + ")",
+    ).replace(
+        r"(?P<string>'(?:[^']|'')*')",
+        r"(?P<string>'(?:[^']|'(?!" + _LITERAL_END[1:] + r"))*" + _LITERAL_END + ")",
+    ),
     re.VERBOSE,
 )
 _TRAILING_SPACE_RE = re.compile(r"[ \t]*")
@@ -167,16 +181,19 @@ class Statement:
     event_code: int | None = None
 
 
-def tokenize(body: str) -> list[Token]:
+def tokenize(body: str, quote_escape: str = "doubled") -> list[Token]:
     """Split a statement body into tokens.
 
-    Raise raise :class:`HiRDBError` on an unterminated literal or identifier, or a character
-    that starts no token.
+    ``quote_escape`` is the option: ``doubled`` reads ``''`` inside a literal as one
+    apostrophe, ``none`` reads apostrophes as written (:data:`_TOKEN_RE_UNESCAPED`). Raise
+    :class:`HiRDBError` on an unterminated literal or identifier, or a character that starts
+    no token.
     """
     tokens: list[Token] = []
     append = tokens.append
     pos = 0
-    for m in _TOKEN_RE.finditer(body):
+    pattern = _TOKEN_RE if quote_escape == "doubled" else _TOKEN_RE_UNESCAPED
+    for m in pattern.finditer(body):
         if m.start() != pos:
             _bad_character(body, pos)
         kind = m.lastgroup
@@ -208,10 +225,13 @@ def _unquote(text: str, quote: str) -> str:
 class _Parser:
     """Recursive-descent parser of one statement body (grammar: formats/hirdb_update_sql.md)."""
 
-    def __init__(self, tokens: Sequence[Token], identifier_case: str) -> None:
+    def __init__(
+        self, tokens: Sequence[Token], identifier_case: str, quote_escape: str = "doubled"
+    ) -> None:
         self.tokens = tokens
         self.i = 0
         self.upper = identifier_case == "upper"
+        self.quotes = "''" if quote_escape == "doubled" else "\0"  # nothing to undouble
 
     # -- token helpers --------------------------------------------------------------------
     def peek(self) -> Token | None:
@@ -275,10 +295,10 @@ class _Parser:
             raise self.fail("a value")
         self.i += 1
         if token.kind == "string":
-            return Literal("string", _unquote(token.text, "'"))
+            return Literal("string", token.text[1:-1].replace(self.quotes, "'"))
         if token.kind == "pstring":
             prefix = token.text[0].upper()
-            body = _unquote(token.text[1:], "'")
+            body = token.text[2:-1].replace(self.quotes, "'")
             if prefix == "X":
                 if len(body) % 2 or not all(c in "0123456789abcdefABCDEF" for c in body):
                     raise HiRDBError("bad_literal", f"malformed hex literal {token.text!r}")
@@ -388,9 +408,14 @@ class _Parser:
         return Statement("DELETE", schema, table, where=where)
 
 
-def parse_statement(body: str, identifier_case: str = "as_written") -> Statement:
-    """Parse one statement body (the text after the stamp); raise :class:`HiRDBError`."""
-    return _Parser(tokenize(body), identifier_case).statement()
+def parse_statement(
+    body: str, identifier_case: str = "as_written", quote_escape: str = "doubled"
+) -> Statement:
+    """Parse one statement body (the text after the stamp); raise :class:`HiRDBError`.
+
+    ``identifier_case`` and ``quote_escape`` are the feed's options of those names.
+    """
+    return _Parser(tokenize(body, quote_escape), identifier_case, quote_escape).statement()
 
 
 def split_stamp(line: str) -> tuple[str, str]:
@@ -617,7 +642,9 @@ def decode_update_sql_file(
     held: list[dict[str, Any] | Reject] = []  # its emitted rows and rejects
     empty_lines = 0
     odd_stamps = collections.Counter()  # formats page, Bad input: accepted with a warning
-    drifted: set[tuple[str, str, str]] = set()  # option unknown_columns: keep
+    # option unknown_columns: keep; the line of each column's first appearance
+    drifted: dict[tuple[str, str, str], tuple[int, str] | None] = {}
+    drift_lines: dict[tuple[str, str, str], tuple[int, int]] = {}
 
     def close_transaction() -> None:
         """Close the transaction a COMMIT line (the last of ``current``) ends: emit or reject it."""
@@ -681,6 +708,8 @@ def decode_update_sql_file(
             row = _line_row(
                 text, tables if catalog is not None else None, encoding, opts, zone, drifted
             )
+            for key in drifted:
+                drift_lines.setdefault(key, (a, line_no))
         except HiRDBError as exc:
             held.append(Reject.of(data, a, end, line_no, exc.reason, str(exc)))
             continue
@@ -746,10 +775,30 @@ def decode_update_sql_file(
         )
     if empty_lines:
         result.warnings.append(f"{empty_lines} empty line(s) skipped")
-    for schema, table, name in sorted(drifted):
+    for (schema, table, name), seen in sorted(drifted.items()):
         result.warnings.append(
             f"column {name} of {schema}.{table} is not in the catalog (schema drift): its values "
-            "are kept, typed by their literals; add it to seeds/cdc_columns.csv"
+            "are kept, typed by their literals; `cdc scaffold` adds it to seeds/cdc_columns.csv"
+        )
+        offset, index = drift_lines[(schema, table, name)]
+        position, source_type = seen or (0, "VARCHAR")
+        result.metadata.append(
+            MetadataColumn(
+                source_schema=schema,
+                source_table=table,
+                table_version=None,
+                column_name=name,
+                ordinal=position,
+                source_type=source_type,
+                length=None,
+                precision=None,
+                scale=None,
+                primary_key_position=0,
+                nullable=True,
+                metadata_source="hirdb_statement",
+                record_offset=offset,
+                record_index=index,
+            )
         )
     if offsets:
         result.consumed_end = max(start, min(offsets[-1][1] + 1, size))
@@ -769,16 +818,17 @@ def _line_row(
     encoding: str,
     opts: Mapping[str, Any],
     zone: dt.tzinfo | None,
-    drifted: set[tuple[str, str, str]],
+    drifted: dict[tuple[str, str, str], tuple[int, str] | None],
 ) -> dict[str, Any]:
     """Parse one decoded line into a raw row (without provenance); raise HiRDBError.
 
-    A column of a catalog table that the catalog lacks is added to ``drifted`` as
-    ``(schema, table, column)`` when ``unknown_columns`` keeps it.
+    A column of a catalog table that the catalog lacks, kept by ``unknown_columns``, is added
+    to ``drifted`` as ``(schema, table, column) → (position in the statement, HiRDB type of
+    its literal's shape)``, or None while only NULLs and placeholders were seen.
     """
     stamp, body = split_stamp(text)
     masked = stamp == MASKED_STAMP
-    statement = parse_statement(body, opts["identifier_case"])
+    statement = parse_statement(body, opts["identifier_case"], opts["quote_escape"])
     update_time_utc = None if masked else stamp_to_utc(stamp, zone)
     row: dict[str, Any] = {
         "update_time": stamp,
@@ -808,13 +858,15 @@ def _line_row(
         return row
     seen: set[str] = set()
     data: dict[str, str | None] = {}
-    for name, literal in zip(statement.columns, statement.values, strict=True):
+    for position, (name, literal) in enumerate(
+        zip(statement.columns, statement.values, strict=True), start=1
+    ):
         if name in seen:
             raise HiRDBError("duplicate_column", f"column {name} named twice")
         seen.add(name)
         data_value = _column_value(name, literal, columns, encoding, opts, keys)
         if columns is not None and name not in columns:
-            drifted.add((statement.schema, statement.table, name))
+            _note_drift(drifted, (statement.schema, statement.table, name), position, literal)
         if data_value is not _ABSENT:
             data[name] = data_value
     where: dict[str, str | None] = {}
@@ -825,13 +877,40 @@ def _line_row(
             )
         where[name] = _column_value(name, literal, columns, encoding, opts, keys)
         if columns is not None and name not in columns:
-            drifted.add((statement.schema, statement.table, name))
+            _note_drift(drifted, (statement.schema, statement.table, name), 0, literal)
     if statement.statement_type in ("INSERT", "UPDATE"):
         row["data"] = data
         row["column_names"] = list(statement.columns)
     if statement.statement_type in ("UPDATE", "DELETE"):
         row["where_data"] = where
     return row
+
+
+#: The HiRDB type a column the catalog lacks is given in ``raw_metadata``, by its literal's
+#: shape (formats/hirdb_update_sql.md, *Values*, literal-shape rule).
+SHAPE_TYPES = {"string": "VARCHAR", "mchar": "MVARCHAR", "nchar": "NVARCHAR", "hex": "BINARY"}
+
+
+def _shape_type(literal: Literal) -> str | None:
+    """Return the HiRDB type of a literal's shape; None for NULL and placeholders (no shape)."""
+    if literal.kind == "number":
+        text = literal.text.lstrip("+-")
+        if "E" in text.upper():
+            return "FLOAT"
+        return "DECIMAL" if "." in text else "INTEGER"
+    return SHAPE_TYPES.get(literal.kind)
+
+
+def _note_drift(
+    drifted: dict[tuple[str, str, str], tuple[int, str] | None],
+    key: tuple[str, str, str],
+    position: int,
+    literal: Literal,
+) -> None:
+    """Record a column the catalog lacks, with the first shape its literals show."""
+    if drifted.get(key) is None:
+        shape = _shape_type(literal)
+        drifted[key] = (position, shape) if shape is not None else None
 
 
 _ABSENT = object()

@@ -62,8 +62,8 @@ OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
     "outcode": ("auto", ("auto", "unicode", "euc", "sjis")),
     "nchar_encoding": (None, None),
     "record_length_basis": ("inclusive", ("inclusive", "exclusive")),
-    "zoned_sign": ("auto", ("auto", "ascii_unsigned")),
-    "empty_full_extract_as": ("truncate", ("truncate",)),
+    "zoned_sign": ("auto", ("auto", "ascii_unsigned", "fujitsu_4_5", "ebcdic_c_d")),
+    "empty_full_extract_as": ("truncate", ("truncate", "marker")),
     "table_unit_transaction": ("file", ("file", "none")),
     "extraction_ids": (None, None),
     "full_extract_tables": ({}, None),
@@ -231,11 +231,23 @@ class ParsedRecord:
     items: list[Any] | None
 
 
+#: The sign nibbles of a zoned decimal's last byte by option ``zoned_sign``
+#: (formats/linkexpress_extract.md): ``(positive, negative)``. ``auto`` takes every form below.
+ZONED_SIGNS: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
+    "auto": ((0x3, 0x4, 0xA, 0xC, 0xE, 0xF), (0x5, 0xB, 0xD)),
+    "ascii_unsigned": ((0x3,), ()),
+    "fujitsu_4_5": ((0x3, 0x4), (0x5,)),  # Fujitsu COBOL external decimal on open systems
+    "ebcdic_c_d": ((0xC, 0xF), (0xD,)),  # IBM-style C/F plus, D minus
+}
+
+
 def zoned_text(raw: bytes, scale: int, mode: str = "auto") -> str:
     """Render a zoned decimal as canonical text.
 
     Zoned decimal "zonei" (one ASCII digit a byte, sign in the last byte's high nibble) as
-    canonical text with ``scale`` fraction digits; raise ValueError for a non-digit byte.
+    canonical text with ``scale`` fraction digits; the sign nibbles follow ``mode``, option
+    ``zoned_sign`` (:data:`ZONED_SIGNS`). Raise ValueError for a non-digit byte or a sign
+    nibble the mode does not know.
     """
     if not raw:
         raise ValueError("empty zoned item")
@@ -245,10 +257,7 @@ def zoned_text(raw: bytes, scale: int, mode: str = "auto") -> str:
     zone, digit = last >> 4, last & 0x0F
     if digit > 9:
         raise ValueError(f"zoned last byte {last:02X} is not a digit")
-    positive = {"auto": (0x3, 0x4, 0xA, 0xC, 0xE, 0xF), "ascii_unsigned": (0x3,)}.get(
-        mode, (0x3, 0x4, 0xA, 0xC, 0xE, 0xF)
-    )
-    negative = {"auto": (0x5, 0xB, 0xD), "ascii_unsigned": ()}.get(mode, (0x5, 0xB, 0xD))
+    positive, negative = ZONED_SIGNS.get(mode, ZONED_SIGNS["auto"])
     if zone in positive:
         neg = False
     elif zone in negative:

@@ -63,6 +63,10 @@ OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
     "tombstones": ("count_and_skip", ("count_and_skip", "reject")),
     "subsecond_overflow": ("truncate", ("truncate", "reject")),
     "missing_transaction_fields": ("allow", ("allow", "reject")),
+    "envelope": ("auto", ("auto", "required", "absent")),
+    "confluent_framing": ("auto", ("auto", "off")),
+    "ordinal_source": ("metadata", ("metadata", "data_key_order")),
+    "metadata_source": ("in_dump", ("in_dump", "catalog_file", "none")),
     "incomplete_tail": ("pending", ("pending", "reject")),
     "delete_image_field": (None, ("before_then_data", "data", "beforeData")),
 }
@@ -496,12 +500,24 @@ def scan_metadata(data: bytes, *, file_name: str, start: int = 0) -> list[Metada
     return out
 
 
-def _open_envelope(value: bytes, is_json: bool = False) -> tuple[str, dict[str, Any] | None, Any]:
+def _open_envelope(
+    value: bytes, is_json: bool = False, envelope_mode: str = "auto"
+) -> tuple[str, dict[str, Any] | None, Any]:
     """Return ``(type, envelope, message)`` of a value; ``message`` is a dict or Avro bytes.
 
-    ``is_json`` says the framing holds JSON only (``.jsonl``). Raises ValueError with a short
-    reason when the value is not a readable message.
+    ``is_json`` says the framing holds JSON only (``.jsonl``). ``envelope_mode`` is option
+    ``envelope``: ``auto`` detects the Replicate envelope per value, ``required`` refuses a
+    value without one, ``absent`` refuses one with one (and reads binary values as bare
+    records). Raises ValueError with a short reason when the value is not a readable message.
     """
+    kind, envelope, message = _open_any(value, is_json, envelope_mode)
+    if envelope_mode == "required" and envelope is None:
+        raise ValueError("no Replicate envelope (option envelope: required)")
+    return kind, envelope, message
+
+
+def _open_any(value: bytes, is_json: bool, envelope_mode: str) -> tuple[str, dict | None, Any]:
+    """:func:`_open_envelope` before its ``required`` check."""
     stripped = value.lstrip()
     if is_json or stripped[:1] == b"{":
         try:
@@ -511,6 +527,8 @@ def _open_envelope(value: bytes, is_json: bool = False) -> tuple[str, dict[str, 
         if not isinstance(obj, dict):
             raise ValueError("JSON value is not an object")
         if "magic" in obj:
+            if envelope_mode == "absent":
+                raise ValueError("a Replicate envelope (option envelope: absent)")
             if obj["magic"] != "atMSG":
                 raise ValueError(f"magic {obj['magic']!r} is not atMSG")
             if obj.get("type") not in ("MD", "DT"):
@@ -524,7 +542,7 @@ def _open_envelope(value: bytes, is_json: bool = False) -> tuple[str, dict[str, 
         if "headers" in obj and "data" in obj:
             return "DT", None, obj
         raise ValueError("JSON object is neither a Replicate envelope nor a message")
-    if value.startswith(MAGIC):
+    if value.startswith(MAGIC) and envelope_mode != "absent":
         stream = io.BytesIO(value)
         try:
             envelope = fastavro.schemaless_reader(stream, ENVELOPE_SCHEMA, None)
@@ -710,7 +728,7 @@ def _decode_value(value, topic, catalog, registry, opts, result, offset, index, 
         meta = _table_for_topic(topic, catalog, opts)
         return _data_row(value[0], meta, "avro_container", None, opts)
     try:
-        kind, envelope, message = _open_envelope(value, is_json)
+        kind, envelope, message = _open_envelope(value, is_json, opts["envelope"])
     except (ValueError, EOFError, StopIteration, KeyError) as exc:
         text = str(exc)
         reason = "invalid_json" if "JSON" in text else "bad_envelope"
@@ -720,7 +738,8 @@ def _decode_value(value, topic, catalog, registry, opts, result, offset, index, 
             columns = _metadata_columns(message, offset, index)
         except ValueError as exc:
             raise _Bad("bad_metadata_message", f"metadata message lacks {exc}") from exc
-        catalog.add_columns(columns)
+        if opts["metadata_source"] == "in_dump":  # else the catalog seed, or none, types values
+            catalog.add_columns(columns)
         result.metadata.extend(columns)
         return None
     schema_id = (envelope or {}).get("messageSchemaId")
@@ -737,7 +756,7 @@ def _decode_value(value, topic, catalog, registry, opts, result, offset, index, 
             meta = _resolve({}, schema_id, topic, catalog, opts)
             schema_text = meta.data_schema if meta else None
         payload = message
-    elif value[:1] == b"\x00" and len(value) >= 5:
+    elif value[:1] == b"\x00" and len(value) >= 5 and opts["confluent_framing"] == "auto":
         fmt = "confluent"
         (registry_id,) = struct.unpack_from(">I", value, 1)
         schema_text = registry.get(registry_id)
@@ -838,6 +857,12 @@ def _data_row(message, meta: TableMeta | None, fmt, schema_id, opts) -> dict[str
     if operation == "UPDATE" and data is None:
         raise _Bad("no_after_image", "UPDATE with data null")
     columns = meta.columns
+    if columns and opts["ordinal_source"] == "data_key_order":
+        # option ordinal_source: masks index the data keys' order, not the MD ordinals
+        keys = list((data or before or {}).keys())
+        by_name = {c.column_name: c for c in columns}
+        named = [by_name[k] for k in keys if k in by_name]
+        columns = named + [c for c in columns if c.column_name not in set(keys)]
     if not columns:
         keys = list((data or before or {}).keys())
         columns = [

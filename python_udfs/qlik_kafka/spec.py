@@ -77,12 +77,18 @@ def registry_schemas(feed_path: Path, options: Mapping[str, Any]) -> dict[int, s
 def decoder_context(feed, config, catalog, scanned) -> dict[str, Any]:
     """Kafka catalog (seed columns, then this feed's MD columns), schemas and topic tables.
 
-    ``topic_tables`` maps a topic to ``schema.table``: the feed option's, then each catalog
-    table whose ``table_identifier`` is a topic.
+    Option ``metadata_source`` (formats/qlik_kafka_messages.md): ``in_dump`` takes both,
+    ``catalog_file`` the catalog seed's columns only, ``none`` neither (values are typed by
+    their JSON types, with a warning per table). ``topic_tables`` maps a topic to
+    ``schema.table``: the feed option's, then each catalog table whose ``table_identifier``
+    is a topic.
     """
+    source = feed.options.get("metadata_source", "in_dump")
     kafka_catalog = decoder.KafkaCatalog()
-    kafka_catalog.add_columns([c for cols in catalog.values() for c in cols])
-    kafka_catalog.add_columns(scanned)
+    if source != "none":
+        kafka_catalog.add_columns([c for cols in catalog.values() for c in cols])
+    if source == "in_dump":
+        kafka_catalog.add_columns(scanned)
     topic_tables = dict(feed.options.get("topic_tables") or {})
     for (f, ident), (schema, table) in config.table_identifiers.items():
         if f == feed.name:

@@ -3,7 +3,8 @@
     change_position = file name + 12-digit record index; files sort by name (file_order).
     Full extract rows (0x0000) are LOAD rows, one transaction per file, so a full extract
     replaces its table (int_table_resets: rows loaded earlier and missing from the extract are
-    gone). An empty full extract (0xffff) is a TRUNCATE.
+    gone). An empty full extract (0xffff) is a TRUNCATE (option empty_full_extract_as:
+    truncate), or an EVENT that changes nothing (marker).
     One-table files (table unit, group full extracts) are one transaction each, as the decoder
     marks them; in group differential files a transaction runs up to the next commit record
     (0x8000), across files (found per file, then carried over one row per file), and records
@@ -115,7 +116,13 @@ record_changes as (
             when 1 then 'INSERT'
             when 2 then 'UPDATE'
             when 3 then 'DELETE'
-            when 65535 then 'TRUNCATE'
+            -- an empty full extract: a TRUNCATE, or with empty_full_extract_as: marker a
+            -- control record that changes nothing
+            when 65535 then case
+                when {{ cdc_feed_option('linkexpress_extract', 'empty_full_extract_as', 'truncate') }} = 'marker'
+                    then 'EVENT'
+                else 'TRUNCATE'
+            end
         end as operation,
         coalesce(transaction_id, next_commit_position, concat('open:', feed)) as transaction_id,
         transaction_id is not null or next_commit_position is not null as has_transaction_end,
