@@ -523,12 +523,15 @@ def scaffold(config: ProjectConfig, log=print) -> int:
     columns_path, tables_path = seeds / "cdc_columns.csv", seeds / "cdc_tables.csv"
     rows = stager.metadata_rows(stager.committed_batches())
     feed_formats = {name: feed.format for name, feed in config.feeds.items()}
-    own_columns: dict[tuple[str, str, str], dict[str, int]] = {}
-    if columns_path.exists():
-        with columns_path.open(encoding="utf-8", newline="") as fh:
-            for row in csv.DictReader(fh):
-                key = (row["feed"], row["source_schema"], row["source_table"])
-                own_columns.setdefault(key, {})[row["column_name"]] = int(row["ordinal"] or 0)
+    # the project's own seed tables (not the demo's), whose columns scaffold may extend
+    own_catalog = (
+        load_catalog(seeds, config.feeds)[0]
+        if columns_path.exists() and tables_path.exists()
+        else {}
+    )
+    own_columns = {
+        key: {c.column_name: c.ordinal for c in cols} for key, cols in own_catalog.items()
+    }
     new_columns, new_tables, skipped = scaffold_rows(
         rows, set(config.catalog), feed_formats, own_columns
     )

@@ -216,7 +216,8 @@ def add_column(s: Script):
     HiRDB statements that name it. The new column's values are kept in current state and
     history; key 2, untouched since, has no value for it (NULL in a typed view)."""
     r1, r2 = s.row(1), s.row(2)
-    s.transaction(("INSERT", None, r1), ("INSERT", None, r2))
+    s.transaction(("INSERT", None, r1))  # one transaction per change-table file
+    s.transaction(("INSERT", None, r2))
     tiers = ("gold", "silver", "bronze")
     s.add_column(
         SimColumn(
@@ -512,6 +513,7 @@ def test_a_column_added_at_the_source_is_reported_and_scaffold_declares_it(two_r
     added = {r["feed"]: r for r in rows if r["column_name"] == "LOYALTY_TIER"}
     assert set(added) == feeds
     for feed, row in added.items():
-        last = max(int(r["ordinal"]) for r in rows if r["feed"] == feed and r is not row)
+        table = [r for r in rows if r["feed"] == feed and r["source_table"] == "CUSTOMERS"]
+        last = max(int(r["ordinal"]) for r in table if r is not row)
         assert (int(row["ordinal"]), row["primary_key_position"]) == (last + 1, "0"), feed
         assert row["spark_type"] == "string", feed

@@ -1095,11 +1095,23 @@ def test_tables_that_only_their_feeds_metadata_declares_are_applied(two_rounds):
     keyless feed's table, changes_of_tables_without_primary_key only its keyless table)."""
     contribution = two_rounds.contributions["discovered"]
     sims, lake = contribution.expected, two_rounds.lake
-    state = _state(lake)
     added = ADDED_COLUMN[1].name
+
+    def unset_as_absent(state):
+        # a row that never had a value for the added column may hold it as NULL or not at all
+        # (a GoldenGate compressed update leaves an unchanged column out of its image)
+        return {
+            table: {
+                key: {c: v for c, v in row.items() if c != added or v is not None}
+                for key, row in rows.items()
+            }
+            for table, rows in state.items()
+        }
+
+    state = {feed: unset_as_absent(tables) for feed, tables in _state(lake).items()}
     for feed, tables in contribution.extra["tables"].items():
         expected = {k: v for k, v in sims[feed].final_state.items() if v and k in tables}
-        assert expected and state[feed] == expected, feed
+        assert expected and state[feed] == unset_as_absent(expected), feed
         # the column added at the source is kept where rows were written after the DDL
         customers = state[feed][("SALES", "CUSTOMERS")]
         assert any(added in row for row in customers.values()), feed

@@ -708,8 +708,9 @@ def decode_update_sql_file(
             row = _line_row(
                 text, tables if catalog is not None else None, encoding, opts, zone, drifted
             )
-            for key in drifted:
-                drift_lines.setdefault(key, (a, line_no))
+            if len(drifted) > len(drift_lines):  # a column first named on this line
+                for key in drifted:
+                    drift_lines.setdefault(key, (a, line_no))
         except HiRDBError as exc:
             held.append(Reject.of(data, a, end, line_no, exc.reason, str(exc)))
             continue
