@@ -95,37 +95,46 @@ _PLACEHOLDER_TYPES = {"BLOB", "BINARY", "SGMLTEXT", "FREEWORD", "XML", "ADT"}
 _INTERVAL_TYPES = {"INTERVAL YEAR TO DAY", "INTERVAL HOUR TO SECOND"}
 
 _STAMP_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ \t]+(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?")
-# One token: whitespace is skipped by the caller. Order matters: comments and prefixed strings
-# before bare words, numbers before punctuation.
-_TOKEN_RE = re.compile(
-    r"""
+#: What follows a literal's opening apostrophe, by option ``quote_escape``: ``doubled`` reads
+#: ``''`` inside it as one apostrophe; with ``none`` an apostrophe is written as it is, so the
+#: literal ends only at an apostrophe followed by what may follow a value (``,``, ``)``, ``;``,
+#: ``AND``, ``OR``, ``WHERE`` or the end of the statement).
+_LITERAL_END = r"'(?=[ \t]*(?:[,);]|$|(?i:AND|OR|WHERE)\b))"
+_LITERAL_BODIES = {
+    "doubled": r"(?:[^']|'')*'",
+    "none": r"(?:[^']|'(?!" + _LITERAL_END[1:] + r"))*" + _LITERAL_END,
+}
+
+
+def _token_re(literal_body: str) -> re.Pattern[str]:
+    """Return the pattern of one token, literals by ``literal_body`` (:data:`_LITERAL_BODIES`).
+
+    Whitespace is skipped by the caller. Order matters: comments and prefixed strings before
+    bare words, numbers before punctuation.
+    """
+    return re.compile(
+        r"""
     [ \t]*(?:
     (?P<comment>/\*(?P<comment_body>.*?)\*/)
   | (?P<qident>"(?:[^"]|"")*")
-  | (?P<pstring>[MmNnXx]'(?:[^']|'')*')
-  | (?P<string>'(?:[^']|'')*')
+  | (?P<pstring>[MmNnXx]'"""
+        + literal_body
+        + r""")
+  | (?P<string>'"""
+        + literal_body
+        + r""")
   | (?P<number>[+-]?\d+(?:\.\d*)?(?:[Ee][+-]?\d+)?)
   | (?P<placeholder>\*(?:BLOB|BINARY|ADT|MCOL)\*)
   | (?P<word>[^\s"'(),.;=*/+-]+)
   | (?P<punct>[(),.;=])
     )
     """,
-    re.VERBOSE,
-)
-#: The tokens of option ``quote_escape: none``: an apostrophe inside a literal is written as it
-#: is, so a literal ends only at an apostrophe followed by what may follow a value (``,``,
-#: ``)``, ``;``, ``AND``, ``OR``, ``WHERE`` or the end of the statement).
-_LITERAL_END = r"'(?=[ \t]*(?:[,);]|$|(?i:AND|OR|WHERE)\b))"
-_TOKEN_RE_UNESCAPED = re.compile(
-    _TOKEN_RE.pattern.replace(
-        r"(?P<pstring>[MmNnXx]'(?:[^']|'')*')",
-        r"(?P<pstring>[MmNnXx]'(?:[^']|'(?!" + _LITERAL_END[1:] + r"))*" + _LITERAL_END + ")",
-    ).replace(
-        r"(?P<string>'(?:[^']|'')*')",
-        r"(?P<string>'(?:[^']|'(?!" + _LITERAL_END[1:] + r"))*" + _LITERAL_END + ")",
-    ),
-    re.VERBOSE,
-)
+        re.VERBOSE,
+    )
+
+
+#: The token pattern of each ``quote_escape`` value.
+_TOKEN_RES = {escape: _token_re(body) for escape, body in _LITERAL_BODIES.items()}
 _TRAILING_SPACE_RE = re.compile(r"[ \t]*")
 
 
@@ -185,15 +194,14 @@ def tokenize(body: str, quote_escape: str = "doubled") -> list[Token]:
     """Split a statement body into tokens.
 
     ``quote_escape`` is the option: ``doubled`` reads ``''`` inside a literal as one
-    apostrophe, ``none`` reads apostrophes as written (:data:`_TOKEN_RE_UNESCAPED`). Raise
+    apostrophe, ``none`` reads apostrophes as written (:data:`_LITERAL_BODIES`). Raise
     :class:`HiRDBError` on an unterminated literal or identifier, or a character that starts
     no token.
     """
     tokens: list[Token] = []
     append = tokens.append
     pos = 0
-    pattern = _TOKEN_RE if quote_escape == "doubled" else _TOKEN_RE_UNESCAPED
-    for m in pattern.finditer(body):
+    for m in _TOKEN_RES[quote_escape].finditer(body):
         if m.start() != pos:
             _bad_character(body, pos)
         kind = m.lastgroup
@@ -231,9 +239,13 @@ class _Parser:
         self.tokens = tokens
         self.i = 0
         self.upper = identifier_case == "upper"
-        self.quotes = "''" if quote_escape == "doubled" else "\0"  # nothing to undouble
+        self.doubled = quote_escape == "doubled"
 
     # -- token helpers --------------------------------------------------------------------
+    def literal_text(self, inside: str) -> str:
+        """Return the text between a literal's apostrophes, ``''`` read as one if ``doubled``."""
+        return inside.replace("''", "'") if self.doubled else inside
+
     def peek(self) -> Token | None:
         return self.tokens[self.i] if self.i < len(self.tokens) else None
 
@@ -295,10 +307,10 @@ class _Parser:
             raise self.fail("a value")
         self.i += 1
         if token.kind == "string":
-            return Literal("string", token.text[1:-1].replace(self.quotes, "'"))
+            return Literal("string", self.literal_text(token.text[1:-1]))
         if token.kind == "pstring":
             prefix = token.text[0].upper()
-            body = token.text[2:-1].replace(self.quotes, "'")
+            body = self.literal_text(token.text[2:-1])
             if prefix == "X":
                 if len(body) % 2 or not all(c in "0123456789abcdefABCDEF" for c in body):
                     raise HiRDBError("bad_literal", f"malformed hex literal {token.text!r}")
