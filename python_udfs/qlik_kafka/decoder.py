@@ -859,10 +859,11 @@ def _data_row(message, meta: TableMeta | None, fmt, schema_id, opts) -> dict[str
     columns = meta.columns
     if columns and opts["ordinal_source"] == "data_key_order":
         # option ordinal_source: masks index the data keys' order, not the MD ordinals
-        keys = list((data or before or {}).keys())
+        keys = dict.fromkeys(data or before or {})
         by_name = {c.column_name: c for c in columns}
-        named = [by_name[k] for k in keys if k in by_name]
-        columns = named + [c for c in columns if c.column_name not in set(keys)]
+        columns = [by_name[k] for k in keys if k in by_name] + [
+            c for c in columns if c.column_name not in keys
+        ]
     if not columns:
         keys = list((data or before or {}).keys())
         columns = [
