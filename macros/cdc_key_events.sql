@@ -8,6 +8,7 @@
         the SET names the old key (source_key_id), whose row it carries (int_history_versions).
         LOAD events carry their transaction (load_transaction), so that the reset of a full load
         is not applied to the keys the load itself sets (int_history_versions, `reset_events`).
+        SET and OVERLAY events carry the change's table_columns (cdc_table_columns, ADR 0024).
     -#}
     select
         feed,
@@ -33,6 +34,7 @@
             'committed_at', committed_at,
             'operation', operation,
             'load_transaction', case when operation = 'LOAD' then transaction_id end,
+            'table_columns', table_columns,
             'source_key_id', case
                 when operation = 'UPDATE' and before_primary_key is not null and before_primary_key != primary_key
                     then before_key_id
@@ -55,6 +57,7 @@
             'committed_at', committed_at,
             'operation', operation,
             'load_transaction', cast(null as string),
+            'table_columns', cast(null as array<string>),
             'source_key_id', cast(null as string)
         ) as event
     from {{ relation }}

@@ -105,6 +105,33 @@ def with_added_column(table: SimTable, column: SimColumn) -> SimTable:
     return dataclasses.replace(table, columns=(*table.columns, column), version=table.version + 1)
 
 
+def with_dropped_column(table: SimTable, column_name: str) -> SimTable:
+    """Return ``table`` after ``ALTER TABLE ... DROP COLUMN column_name``: its next version.
+
+    Changes made after the DDL reference the returned table, so their images lack the column;
+    the writers describe the version as for :func:`with_added_column` (Kafka MD, ``.dfm``,
+    GoldenGate TDR). Raises ValueError for a key column or a name the table does not have.
+    """
+    column = next((c for c in table.columns if c.name == column_name), None)
+    if column is None or column.primary_key_position:
+        raise ValueError(f"{table.topic} has no non-key column {column_name!r}")
+    kept = tuple(c for c in table.columns if c.name != column_name)
+    return dataclasses.replace(table, columns=kept, version=table.version + 1)
+
+
+def with_altered_column(table: SimTable, column_name: str, column: SimColumn) -> SimTable:
+    """Return ``table`` after ``ALTER TABLE ... RENAME COLUMN`` or ``... ALTER COLUMN TYPE``.
+
+    The next version has ``column`` in the place of ``column_name`` (another name: a rename;
+    another type: a type change). Raises ValueError for a key column or a name the table does
+    not have.
+    """
+    if not any(c.name == column_name and not c.primary_key_position for c in table.columns):
+        raise ValueError(f"{table.topic} has no non-key column {column_name!r}")
+    columns = tuple(column if c.name == column_name else c for c in table.columns)
+    return dataclasses.replace(table, columns=columns, version=table.version + 1)
+
+
 TABLES = (
     SimTable(
         "SALES",

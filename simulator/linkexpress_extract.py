@@ -46,11 +46,14 @@ def lx_item(
     outcode: str,
     timestamp_filler: int = 0,
     nvarchar_bytes: bool = False,
+    varchar_padded: bool | None = None,
 ) -> bytes:
     """Encode one canonical value as a Linkexpress data item of ``col.lx_type``.
 
     A TIMESTAMP is followed by ``timestamp_filler`` zero bytes (4 for ``ymdhms7_r4``); with
-    ``nvarchar_bytes`` an NCHAR VARYING's length counts bytes (``nvarchar_length_unit``).
+    ``nvarchar_bytes`` an NCHAR VARYING's length counts bytes (``nvarchar_length_unit``). A
+    VARCHAR is padded to its declared length when ``varchar_padded`` (default: NORMAL only,
+    option ``varchar_layout``).
 
     No null indicator is written. ``None`` gives the null item: zero bytes of the item's size (a zero length for
     a LITTLE VARCHAR). ``order`` is ``>`` or ``<``; ``outcode`` a key of :data:`OUTCODES`.
@@ -63,7 +66,8 @@ def lx_item(
         unit = 2 if kind == "NCHAR VARYING" else 1
         raw = b"" if value is None else value.encode(nchar_codec if unit == 2 else char_codec)
         count = len(raw) if nvarchar_bytes else len(raw) // unit
-        body = raw if little else raw.ljust(unit * col.length, b"\0")
+        padded = not little if varchar_padded is None else varchar_padded
+        body = raw.ljust(unit * col.length, b"\0") if padded else raw
         return struct.pack(order + "H", count) + body
     if kind == "CHAR":
         if value is None:
@@ -115,10 +119,12 @@ def lx_record(
     extraction_id: int = 0,
     timestamp_filler: int = 0,
     nvarchar_bytes: bool = False,
+    varchar_padded: bool | None = None,
 ) -> bytes:
     """Encode one record in ``layout`` A–E (formats/linkexpress_extract.md).
 
     ``values`` None writes no items (0xFFFF, 0x8000); op 0x8000 writes a commit record (D, E).
+    ``varchar_padded`` as :func:`lx_item`.
     """
     h = struct.Struct(order + "H")
     nulls = layout in "ACD"
@@ -128,7 +134,9 @@ def lx_record(
             value = values.get(col.name)
             if nulls:
                 items += h.pack(0xFFFF if value is None else 0)
-            items += lx_item(col, value, little, order, outcode, timestamp_filler, nvarchar_bytes)
+            items += lx_item(
+                col, value, little, order, outcode, timestamp_filler, nvarchar_bytes, varchar_padded
+            )
     if op == 0x8000:
         body = h.pack(1) + (h.pack(0) if layout == "D" else b"") + h.pack(op)
     elif layout in "AB":

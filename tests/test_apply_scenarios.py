@@ -10,6 +10,8 @@ files first) and each round is one ``cdc run``.
 Cases a format cannot express, and why:
 - a column added at the source: Linkexpress records are laid out by the catalog, so a new
   column is a catalog change made before its files land.
+- a column dropped at the source: the same for Linkexpress; HiRDB statements name the columns
+  they set and nothing else, so no statement says that a column is gone (ADR 0024).
 - TRUNCATE: Qlik change tables and Kafka messages of this simulator carry none.
 - key change: a Linkexpress UPDATE record holds the after image only.
 - full load replacing a table mid-stream: Linkexpress full extracts, and a Qlik change-table
@@ -23,6 +25,7 @@ Cases a format cannot express, and why:
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import itertools
 import json
@@ -42,6 +45,8 @@ from simulator.database import (
     primary_key_text,
     tables_for,
     with_added_column,
+    with_altered_column,
+    with_dropped_column,
 )
 from simulator.feeds import write_feed
 from simulator.linkexpress_extract import lx_record
@@ -120,6 +125,17 @@ class Script:
     def add_column(self, column: SimColumn) -> None:
         """``ALTER TABLE ... ADD column`` at the source: later changes write the new version."""
         self.table = with_added_column(self.table, column)
+        self.versions.append(self.table)
+
+    def drop_column(self, name: str) -> None:
+        """``ALTER TABLE ... DROP COLUMN name`` at the source: later changes write the new
+        version, without the column."""
+        self.table = with_dropped_column(self.table, name)
+        self.versions.append(self.table)
+
+    def alter_column(self, name: str, column: SimColumn) -> None:
+        """A rename or a type change of column ``name`` at the source (``column`` in its place)."""
+        self.table = with_altered_column(self.table, name, column)
         self.versions.append(self.table)
 
     def tables(self, short: str) -> tuple | None:
@@ -242,6 +258,76 @@ def add_column(s: Script):
     }
 
 
+def drop_column(s: Script):
+    """A column dropped at the source mid-stream (issue 46 item 3, ADR 0024): keys 1 and 2
+    inserted, then a non-key column dropped, then key 1 updated and key 3 inserted. The
+    GoldenGate UPDATE is a compressed image (the key and the changed columns), the Qlik images
+    are full; the new TDR, MD message and .dfm no longer list the column. Key 1's row after the
+    update has no value for it (it is not carried on from the INSERT as unchanged); key 2,
+    untouched since, keeps it: nothing in the feeds says otherwise."""
+    r1, r2 = s.row(1), s.row(2)
+    s.transaction(("INSERT", None, r1))  # one transaction per change-table file
+    s.transaction(("INSERT", None, r2))
+    dropped = next(c.name for c in s.table.columns[::-1] if not c.primary_key_position)
+    s.drop_column(dropped)
+    before = {k: v for k, v in r1.items() if k != dropped}  # the row as it now reads
+    r1b, r3 = s.row(1, 1), s.row(3)
+    s.transaction(("UPDATE", before, r1b))
+    s.transaction(("INSERT", None, r3))
+    return {s.pk(1): r1b, s.pk(2): r2, s.pk(3): r3}, {
+        s.pk(1): [("INSERT", False, r1), ("UPDATE", False, r1b)],
+        s.pk(2): [("INSERT", False, r2)],
+        s.pk(3): [("INSERT", False, r3)],
+    }
+
+
+def rename_column(s: Script):
+    """A column renamed at the source mid-stream (ADR 0024): CITY becomes TOWN after keys 1 and
+    2 are inserted; then key 1 is updated and key 3 inserted. A rename is not recognised as
+    such: TOWN is a new column (columns_not_in_catalog warns of it) and CITY one that is gone,
+    so key 1's row after the update and key 3's have TOWN only, and key 2, untouched since,
+    CITY only."""
+    r1, r2 = s.row(1), s.row(2)
+    s.transaction(("INSERT", None, r1))  # one transaction per change-table file
+    s.transaction(("INSERT", None, r2))
+    city = next(c for c in s.table.columns if c.name == "CITY")
+    s.alter_column("CITY", dataclasses.replace(city, name="TOWN", pool=("Lyon", "Osaka")))
+    before = {("TOWN" if k == "CITY" else k): v for k, v in r1.items()}  # as it now reads
+    r1b = {**s.row(1, 1), "TOWN": "Lyon"}
+    r3 = {**s.row(3), "TOWN": "Osaka"}
+    s.transaction(("UPDATE", before, r1b))
+    s.transaction(("INSERT", None, r3))
+    return {s.pk(1): r1b, s.pk(2): r2, s.pk(3): r3}, {
+        s.pk(1): [("INSERT", False, r1), ("UPDATE", False, r1b)],
+        s.pk(2): [("INSERT", False, r2)],
+        s.pk(3): [("INSERT", False, r3)],
+    }
+
+
+def retype_column(s: Script):
+    """A column's type changed at the source mid-stream (ADR 0024): CREDIT_LIMIT, a
+    NUMERIC(12,2), becomes a string column after keys 1 and 2 are inserted; then key 1 is
+    updated to a value that is no number and key 3 inserted. Values are kept as the canonical
+    text of the type each change was written with: key 2 keeps its decimal text, keys 1 and 3
+    hold their strings (a typed view still casts by the catalog's type: NULL for these)."""
+    r1, r2 = s.row(1), s.row(2)
+    s.transaction(("INSERT", None, r1))  # one transaction per change-table file
+    s.transaction(("INSERT", None, r2))
+    s.alter_column(
+        "CREDIT_LIMIT",
+        SimColumn("CREDIT_LIMIT", "STRING", "string", nullable=True, length=20, pool=("none",)),
+    )
+    r1b = {**s.row(1, 1), "CREDIT_LIMIT": "unlimited"}
+    r3 = {**s.row(3), "CREDIT_LIMIT": "on request"}
+    s.transaction(("UPDATE", dict(r1), r1b))  # the decimal's text, as the row now reads
+    s.transaction(("INSERT", None, r3))
+    return {s.pk(1): r1b, s.pk(2): r2, s.pk(3): r3}, {
+        s.pk(1): [("INSERT", False, r1), ("UPDATE", False, r1b)],
+        s.pk(2): [("INSERT", False, r2)],
+        s.pk(3): [("INSERT", False, r3)],
+    }
+
+
 def truncate(s: Script):
     r1, r2, r3 = s.row(1), s.row(2), s.row(3)
     s.transaction(("INSERT", None, r1), ("INSERT", None, r2))
@@ -304,6 +390,9 @@ SCENARIOS = [
     Scenario("dupexact", ("ct", "kafka"), duplicates),
     Scenario("dupconflict", ("ct", "kafka"), duplicates),
     Scenario("addcolumn", ("ct", "kafka", "gg", "hirdb"), add_column),
+    Scenario("dropcolumn", ("ct", "kafka", "gg"), drop_column),
+    Scenario("renamecolumn", ("ct", "kafka", "gg"), rename_column),
+    Scenario("retypecolumn", ("ct", "kafka", "gg"), retype_column),
 ]
 
 
@@ -501,16 +590,19 @@ def test_exact_duplicates_are_ignored_and_conflicting_ones_reported(scenario_run
 def test_a_column_added_at_the_source_is_reported_and_scaffold_declares_it(two_rounds):
     """issue 46 item 3: the addcolumn scenario's new column (not in the seeds) is kept in
     current state and history (test_scenario_current_state_and_history). Both rounds warn,
-    one row per feed (columns_not_in_catalog: the latest .dfm, MD message and TDR list it, and
-    the HiRDB decoder records it from the statements that name it); `cdc scaffold` then
-    appends it to the seeds after the table's last column, typed as a string."""
-    feeds = {f"addcolumn_{short}" for short in ("ct", "kafka", "gg", "hirdb")}
+    one row per feed and column (columns_not_in_catalog: the latest .dfm, MD message and TDR
+    list it, and the HiRDB decoder records it from the statements that name it); the
+    renamecolumn scenario's new name counts as an added column. `cdc scaffold` then appends
+    each to the seeds after the table's last column, typed as a string."""
+    new_columns = {f"addcolumn_{short}": "LOYALTY_TIER" for short in ("ct", "kafka", "gg", "hirdb")}
+    new_columns |= {f"renamecolumn_{short}": "TOWN" for short in ("ct", "kafka", "gg")}
+    feeds = set(new_columns)
     for run in (two_rounds.round1, two_rounds.round2):
         assert f"WARN {len(feeds)} columns_not_in_catalog" in run.stdout, run.stdout[-3000:]
     cdc(two_rounds.project, "scaffold", landing=two_rounds.landing, lake=two_rounds.lake)
     with (two_rounds.project / "seeds" / "cdc_columns.csv").open(encoding="utf-8") as fh:
         rows = [r for r in csv.DictReader(fh) if r["feed"] in feeds]
-    added = {r["feed"]: r for r in rows if r["column_name"] == "LOYALTY_TIER"}
+    added = {r["feed"]: r for r in rows if r["column_name"] == new_columns[r["feed"]]}
     assert set(added) == feeds
     for feed, row in added.items():
         table = [r for r in rows if r["feed"] == feed and r["source_table"] == "CUSTOMERS"]

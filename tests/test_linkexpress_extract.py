@@ -493,3 +493,152 @@ def test_zoned_sign_option_reads_the_sign_nibbles_it_names(mode, signs):
                 zoned_text(raw, 1, mode)
         else:
             assert zoned_text(raw, 1, mode) == ("-12.5" if sign == "-" else "12.5"), nibble
+
+
+def _orders_rows():
+    table = [
+        ("ID", "INTEGER", 0),
+        ("NAME", "VARCHAR", 6),
+        ("PRICE", "DECIMAL", 0),
+        ("QTY", "NUMERIC", 0),
+        ("SHIP_DATE", "DATE", 0),
+    ]
+    columns = [
+        collections.namedtuple("C", "name lx_type length precision scale")(n, t, length, 5, 2)
+        if t == "DECIMAL"
+        else collections.namedtuple("C", "name lx_type length precision scale")(
+            n, t, length, 3 if t == "NUMERIC" else 0, 0
+        )
+        for n, t, length in table
+    ]
+    rows = [
+        {"ID": "42", "NAME": "ABC", "PRICE": "123.45", "QTY": "7", "SHIP_DATE": "2023-11-21"},
+        {"ID": "7", "NAME": None, "PRICE": "-0.50", "QTY": "10", "SHIP_DATE": "2024-02-29"},
+        {"ID": "8", "NAME": "ABCDEF", "PRICE": "1.00", "QTY": None, "SHIP_DATE": "2024-03-01"},
+    ]
+    return columns, rows
+
+
+@pytest.mark.parametrize(
+    "letter,little,padded",
+    [("A", False, False), ("B", False, False), ("A", True, True), ("D", True, True)],
+    ids=["A-normal-compact", "B-normal-compact", "A-little-padded", "D-little-padded"],
+)
+def test_varchar_layout_option_reads_varchars_padded_or_compact_whatever_the_logtype(
+    letter, little, padded
+):
+    """formats/linkexpress_extract.md, option varchar_layout: by default a VARCHAR fills its
+    declared length with NORMAL and its valid length only with LITTLE. A feed whose files do
+    otherwise says so: `compact` NORMAL records vary in size (no record length, so each record
+    ends where its items do), `padded` LITTLE records carry the padding. Without the option
+    such files are rejects, with it every row is read."""
+    columns, rows = _orders_rows()
+    if letter in "BE":  # no null indicators: no NULL item
+        rows = [
+            {k: "" if v is None and k == "NAME" else v or "0" for k, v in r.items()} for r in rows
+        ]
+    unit = "group" if letter in "DE" else "table"
+    data = b"".join(
+        lx_record(letter, columns, r, 1, little=little, extraction_id=3, varchar_padded=padded)
+        for r in rows
+    )
+    if letter in "DE":
+        data += lx_record(letter, columns, None, 0x8000, little=little)
+    logtype = "little" if little else "normal"
+    options = {"unit": unit, "logtype": logtype, "byteswap": "no", "outcode": "sjis"}
+    result = decode(data, **options, varchar_layout="padded" if padded else "compact")
+    assert result.rejects == []
+    assert [r["data"] for r in result.rows if r["operation_name"] == "INSERT"] == rows
+    default = decode(data, **options)
+    assert [r["data"] for r in default.rows if r["operation_name"] == "INSERT"] != rows
+
+
+#: Option interval_layout of the interval tests: a sign byte, then unsigned integers.
+INTERVAL_LAYOUT = {
+    "INTERVAL DAY TO SECOND": [
+        ["SIGN", 1],
+        ["DAY", 4],
+        ["HOUR", 1],
+        ["MINUTE", 1],
+        ["SECOND", 1],
+        ["MICROSECOND", 4],
+    ],
+    "interval year(4) to month": [["SIGN", 1], ["YEAR", 2], ["MONTH", 1]],
+}
+
+
+def _interval_file(letter: str, little: bool) -> bytes:
+    """Records of ORDERS(ID INTEGER, WAIT INTERVAL DAY TO SECOND, TERM INTERVAL YEAR TO MONTH):
+    the worked layout of INTERVAL_LAYOUT, big-endian."""
+    wait = [
+        h("00 00000002 03 04 05 00000007"),  # +2 03:04:05.000007
+        h("2D 00000000 17 3B 3B 000F423F"),  # -0 23:59:59.999999
+        h("00 00000001 18 00 00 00000000"),  # hour 24: a reject
+    ]
+    term = [h("00 0001 02"), h("FF 000A 0B"), h("00 0000 00")]
+    out = b""
+    for k, (w, t) in enumerate(zip(wait, term, strict=True)):
+        items = h("0000") + (k + 1).to_bytes(4, "big") + h("0000") + w + h("0000") + t
+        body = (1).to_bytes(2, "big") + items
+        if letter == "D":
+            body = h("0005") + h("0003") + h("0000") + body
+        out += (len(body) + 4).to_bytes(4, "big") + body if little or letter == "D" else body
+    if letter == "D":
+        out += h("0000000A 0001 0000 8000")
+    return out
+
+
+@pytest.mark.parametrize("letter,little", [("A", False), ("D", True)], ids=["A-normal", "D-little"])
+def test_interval_layout_option_reads_interval_items_it_lays_out(letter, little):
+    """formats/linkexpress_extract.md, option interval_layout: the page documents no INTERVAL
+    layout, so by default (reject) a catalog INTERVAL column makes the file one catalog_error
+    reject naming the option. A feed that knows its bytes lays them out; values read as Spark
+    casts them (day-time `[-]D HH:MM:SS.ffffff`, year-month `[-]Y-M`), through the numpy
+    reader of fixed-length files (A, NORMAL) and the record reader (D, LITTLE) alike, and a
+    field out of range is a bad_value reject."""
+    catalog = {
+        ORDERS: [
+            col("ID", 1, "INTEGER", key=1),
+            col("WAIT", 2, "INTERVAL DAY(9) TO SECOND(6)"),
+            col("TERM", 3, "INTERVAL YEAR(4) TO MONTH"),
+        ]
+    }
+    data = _interval_file(letter, little)
+    options = {"unit": "group" if letter == "D" else "table", "byteswap": "no", "outcode": "sjis"}
+
+    def run(**more):
+        return decode_extract_file(
+            data,
+            file_name="X",
+            catalog=catalog,
+            extraction_ids={3: ORDERS},
+            file_table=ORDERS if letter == "A" else None,
+            options={**options, **more},
+        )
+
+    refused = run()
+    assert [r.reason for r in refused.rejects] == ["catalog_error"] and not refused.rows
+    assert "interval_layout" in refused.rejects[0].message
+    result = run(interval_layout=INTERVAL_LAYOUT)
+    rows = [r["data"] for r in result.rows if r["operation_name"] == "INSERT"]
+    assert rows == [
+        {"ID": "1", "WAIT": "2 03:04:05.000007", "TERM": "1-2"},
+        {"ID": "2", "WAIT": "-0 23:59:59.999999", "TERM": "-10-11"},
+    ]
+    assert [(r.reason, r.record_index) for r in result.rejects] == [("bad_value", 3)]
+
+
+def test_interval_layout_option_is_checked_when_the_project_loads():
+    from python_udfs.config import ConfigError, _check_options
+
+    _check_options("f", "linkexpress_extract", {"interval_layout": INTERVAL_LAYOUT})
+    for bad in (
+        "keep",
+        {"DATE": [["DAY", 4]]},
+        {"INTERVAL DAY": [["DAYS", 4]]},
+        {"INTERVAL DAY": [["SIGN", 2], ["DAY", 4]]},
+        {"INTERVAL YEAR TO DAY": [["YEAR", 2], ["DAY", 2]]},
+        {"INTERVAL DAY": [["SIGN", 1]]},
+    ):
+        with pytest.raises(ConfigError, match="interval_layout"):
+            _check_options("f", "linkexpress_extract", {"interval_layout": bad})

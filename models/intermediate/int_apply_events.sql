@@ -118,7 +118,8 @@ events as (
         classified.current_version.opened_at as committed_at,
         classified.current_version.operation,
         classified.current_version as base_version,
-        cast(null as string) as source_key_id
+        cast(null as string) as source_key_id,
+        cast(null as array<string>) as table_columns
     from classified
     where not classified.is_rebuilt and classified.current_version is not null
     union all
@@ -136,7 +137,8 @@ events as (
         row_events.event.committed_at,
         row_events.event.operation,
         cast(null as {{ cdc_version_type() }}) as base_version,
-        row_events.event.source_key_id
+        row_events.event.source_key_id,
+        row_events.event.table_columns
     from row_events
     union all
     select
@@ -153,7 +155,8 @@ events as (
         reset_events.event.committed_at,
         reset_events.event.operation,
         cast(null as {{ cdc_version_type() }}) as base_version,
-        cast(null as string) as source_key_id
+        cast(null as string) as source_key_id,
+        cast(null as array<string>) as table_columns
     from reset_events
 ),
 
@@ -218,6 +221,7 @@ final as (
         live.operation,
         live.base_version,
         live.source_key_id,
+        live.table_columns,
         live.sets_columns,
         live.is_live,
         {%- if watermark == '' %}

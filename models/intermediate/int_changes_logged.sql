@@ -17,14 +17,15 @@
 {{ config(
     materialized='incremental',
     incremental_strategy='append',
-    on_schema_change='fail',
+    on_schema_change='append_new_columns',
     partition_by=['applied_generation'],
 ) }}
 
 {%- set columns = [
     'change_id', 'feed', 'source_schema', 'source_table', 'change_position', 'operation',
     'transaction_id', 'primary_key', 'before_primary_key', 'key_id', 'before_key_id',
-    'transaction_sequence', 'before_image', 'after_image', 'changed_columns', 'is_in_catalog',
+    'transaction_sequence', 'before_image', 'after_image', 'changed_columns', 'table_columns',
+    'is_in_catalog',
     'committed_at', 'source_file', 'record_offset', 'record_index', 'ingest_batch_id',
 ] -%}
 {#- the columns a change's key gives it (cdc_key_columns, cdc_key_id) -#}

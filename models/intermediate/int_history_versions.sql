@@ -217,7 +217,8 @@ stepped as (
                     sort_array(map_entries(case when last_image['segment'] = lineage_segment then last_image['image'] end)),
                     cast(array() as array<struct<key: string, value: string>>)
                 )
-            else gathered_entries
+            -- a column outside the event's table_columns was dropped at the source (ADR 0024)
+            else filter(gathered_entries, e -> table_columns is null or array_contains(table_columns, e.key))
         end as entries
     from column_gathered
     where column_position = 0

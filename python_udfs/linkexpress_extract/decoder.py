@@ -70,6 +70,9 @@ OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
     "char_rtrim": (False, (True, False)),
     "timestamp_layout": ("auto", ("auto", "ymdhms7", "ymdhms7_r4")),
     "nvarchar_length_unit": ("characters", ("characters", "bytes")),
+    "varchar_layout": ("auto", ("auto", "padded", "compact")),
+    "interval_layout": ("reject", None),
+    "file_order": ("name", None),
 }
 #: Default of every option (``OPTIONS``).
 DEFAULT_OPTIONS: dict[str, Any] = {name: spec[0] for name, spec in OPTIONS.items()}
@@ -99,7 +102,8 @@ class Item:
     NCHAR), ``precision`` and ``scale``; ``filler``: zero bytes after the value (4 for a
     TIMESTAMP under ``timestamp_layout: ymdhms7_r4``, the legend's ``R`` = ``00000000``);
     ``length_in_bytes``: an NCHAR VARYING's valid length counts bytes, not characters
-    (``nvarchar_length_unit: bytes``).
+    (``nvarchar_length_unit: bytes``); ``fields``: an ``INTERVAL`` item's ``(field, bytes)``
+    in file order, from option ``interval_layout`` (:func:`interval_text`).
     """
 
     name: str
@@ -109,6 +113,7 @@ class Item:
     scale: int
     filler: int = 0
     length_in_bytes: bool = False
+    fields: tuple[tuple[str, int], ...] = ()
 
     def normal_size(self) -> int:
         """Bytes of the item in a NORMAL (fixed-length) record."""
@@ -125,6 +130,8 @@ class Item:
             return self.precision // 2 + 1
         if k == "NUMERIC":
             return self.precision
+        if k == "INTERVAL":
+            return sum(size for _field, size in self.fields)
         return _FIXED_SIZES[k] + self.filler
 
 
@@ -153,21 +160,46 @@ _TYPE_ALIASES = {
 }
 
 
+def interval_type_name(source_type: str) -> str:
+    """Return an INTERVAL type's name as option ``interval_layout`` keys it.
+
+    Upper case, without precisions, single spaces: ``interval day(2) to second(6)`` →
+    ``INTERVAL DAY TO SECOND``.
+    """
+    return " ".join(re.sub(r"\([^)]*\)", " ", source_type.upper()).split())
+
+
 def item_layout(
-    columns: Sequence[MetadataColumn], timestamp_filler: int = 0, nvarchar_bytes: bool = False
+    columns: Sequence[MetadataColumn],
+    timestamp_filler: int = 0,
+    nvarchar_bytes: bool = False,
+    interval_layouts: Mapping[str, Sequence[Sequence[Any]]] | None = None,
 ) -> list[Item]:
     """Turn catalog columns (ordinal order) into item layouts.
 
     ``timestamp_filler`` is the number of zero bytes after each TIMESTAMP (0 or 4, see
     ``timestamp_layout``); ``nvarchar_bytes`` makes NCHAR VARYING lengths count bytes
-    (``nvarchar_length_unit: bytes``).
+    (``nvarchar_length_unit: bytes``); ``interval_layouts`` is option ``interval_layout`` when
+    it maps INTERVAL type names (:func:`interval_type_name`) to ``[field, bytes]`` lists.
 
     ``length`` is bytes for CHAR/VARCHAR and characters for NCHAR / NCHAR VARYING;
     ``precision``/``scale`` give DECIMAL and NUMERIC. Raises ValueError for a type this
-    decoder cannot lay out (INTERVAL types: ``interval_layout`` is undocumented).
+    decoder cannot lay out (an INTERVAL type that ``interval_layout`` does not lay out: the
+    format page documents no layout of its own).
     """
+    intervals = {interval_type_name(k): v for k, v in (interval_layouts or {}).items()}
     items = []
     for col in sorted(columns, key=lambda c: c.ordinal):
+        if col.source_type.strip().upper().startswith("INTERVAL"):
+            fields = intervals.get(interval_type_name(col.source_type))
+            if fields is None:
+                raise ValueError(
+                    f"column {col.column_name}: type {col.source_type!r} has no documented item "
+                    "layout; give its bytes in options.interval_layout"
+                )
+            layout = tuple((str(f).upper(), int(size)) for f, size in fields)
+            items.append(Item(col.column_name, "INTERVAL", 0, 0, 0, fields=layout))
+            continue
         raw = re.sub(r"\s*\(.*$", "", col.source_type.strip().upper())
         kind = _TYPE_ALIASES.get(raw, raw)
         if kind not in ("CHAR", "VARCHAR", "NCHAR", "NVARCHAR", "DECIMAL", "NUMERIC") and (
@@ -194,7 +226,8 @@ class Layout:
     """A file's settled layout.
 
     ``letter`` A–E, ``little`` (LITTLE log type), ``order`` (``>`` or ``<``),
-    ``null_indicators`` and the length ``basis`` (``inclusive`` counts the 4 length bytes).
+    ``null_indicators``, the length ``basis`` (``inclusive`` counts the 4 length bytes) and
+    option ``varchar_layout`` (``auto``: padded with NORMAL, compact with LITTLE).
     """
 
     letter: str
@@ -202,6 +235,18 @@ class Layout:
     order: str
     null_indicators: bool
     basis: str = "inclusive"
+    varchar_layout: str = "auto"
+
+    @property
+    def varchar_padded(self) -> bool:
+        """Whether a VARCHAR / NCHAR VARYING item fills its declared length (``2 + n``).
+
+        Otherwise it takes its valid length only (``2 + l``): formats/linkexpress_extract.md,
+        Data items, and option ``varchar_layout``.
+        """
+        if self.varchar_layout == "auto":
+            return not self.little
+        return self.varchar_layout == "padded"
 
     @property
     def has_length(self) -> bool:
@@ -267,6 +312,44 @@ def zoned_text(raw: bytes, scale: int, mode: str = "auto") -> str:
     return scaled_digits(body.decode("ascii") + str(digit), neg, scale)
 
 
+#: The fields of an INTERVAL item (option ``interval_layout``): a sign byte, or an unsigned
+#: integer of the file's byte order.
+INTERVAL_FIELDS = ("SIGN", "YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND", "MICROSECOND")
+#: The sign bytes of an INTERVAL item: ``00`` or ``+`` positive, ``01``, ``FF`` or ``-`` negative.
+_INTERVAL_SIGNS = {0x00: "", 0x2B: "", 0x01: "-", 0xFF: "-", 0x2D: "-"}
+_DAY_TIME_LIMITS = {"HOUR": 24, "MINUTE": 60, "SECOND": 60, "MICROSECOND": 1_000_000}
+
+
+def interval_text(raw: bytes, fields: Sequence[tuple[str, int]], order: str) -> str:
+    """Render an INTERVAL item laid out by option ``interval_layout`` as canonical text.
+
+    ``fields`` are ``(field, bytes)`` in file order (:data:`INTERVAL_FIELDS`); the integers are
+    unsigned, in byte order ``order`` (``>`` or ``<``). Year-month intervals read ``[-]Y-M``,
+    day-time intervals ``[-]D HH:MM:SS[.ffffff]`` (the strings Spark casts to its interval
+    types). Raises ValueError for an unknown sign byte or a field out of its range.
+    """
+    byteorder = "big" if order == ">" else "little"
+    sign, parts, pos = "", {}, 0
+    for field, size in fields:
+        chunk, pos = raw[pos : pos + size], pos + size
+        if field == "SIGN":
+            if chunk[0] not in _INTERVAL_SIGNS:
+                raise ValueError(f"interval sign byte {chunk.hex().upper()} unknown")
+            sign = _INTERVAL_SIGNS[chunk[0]]
+        else:
+            parts[field] = int.from_bytes(chunk, byteorder)
+    if not parts.keys() & {"YEAR", "MONTH"}:
+        for field, limit in _DAY_TIME_LIMITS.items():
+            if parts.get(field, 0) >= limit and (field != "HOUR" or "DAY" in parts):
+                raise ValueError(f"interval {field.lower()} {parts[field]} out of range")
+        text = f"{sign}{parts.get('DAY', 0)} {parts.get('HOUR', 0):02d}:"
+        text += f"{parts.get('MINUTE', 0):02d}:{parts.get('SECOND', 0):02d}"
+        return text + (f".{parts['MICROSECOND']:06d}" if "MICROSECOND" in parts else "")
+    if parts.get("MONTH", 0) >= 12 and "YEAR" in parts:
+        raise ValueError(f"interval month {parts['MONTH']} out of range")
+    return f"{sign}{parts.get('YEAR', 0)}-{parts.get('MONTH', 0)}"
+
+
 def _date_text(year: int, month: int, day: int) -> str:
     if year < 1:
         raise ValueError(f"year {year} out of range")
@@ -297,7 +380,7 @@ class _Reader:
         """Read every item from ``pos``; return raw values and the position after them."""
         values: list[Any] = []
         nulls = self.layout.null_indicators
-        little = self.layout.little
+        padded = self.layout.varchar_padded
         for item, size in zip(self.items, self.sizes, strict=True):
             is_null = False
             if nulls:
@@ -314,16 +397,17 @@ class _Reader:
                         "bad_null_indicator",
                         f"null indicator {ind:04X} of {item.name} is not 0000/FFFF",
                     )
-            value, pos = self.read_item(item, size, data, pos, end, little, is_null)
+            value, pos = self.read_item(item, size, data, pos, end, padded, is_null)
             values.append(value)
         return values, pos
 
     def read_item(
-        self, item: Item, size: int, data: bytes, pos: int, end: int, little: bool, is_null: bool
+        self, item: Item, size: int, data: bytes, pos: int, end: int, padded: bool, is_null: bool
     ) -> tuple[Any, int]:
         """Read one item at ``pos``; return its raw value and the position after it.
 
-        ``size`` is the item's NORMAL size in bytes (VARCHARs read their own length).
+        ``size`` is the item's NORMAL size in bytes. VARCHARs read their own length, and fill
+        their declared length when ``padded`` (:attr:`Layout.varchar_padded`).
         """
         kind = item.kind
         if kind in ("VARCHAR", "NVARCHAR"):
@@ -331,7 +415,7 @@ class _Reader:
                 raise _Bad("layout_mismatch", f"record ends inside the length of {item.name}")
             count = self.H.unpack_from(data, pos)[0]
             unit = 2 if kind == "NVARCHAR" else 1
-            if is_null and not little:  # NORMAL keeps a NULL item's size; its bytes are skipped
+            if is_null and padded:  # a padded NULL item keeps its size; its bytes are skipped
                 count = 0
             if item.length_in_bytes:  # the count is bytes of 2-byte characters
                 if count % 2:
@@ -341,7 +425,7 @@ class _Reader:
                 raise _Bad(
                     "bad_length", f"{item.name}: valid length {count} exceeds the declared {item.n}"
                 )
-            size = unit * (count if little else item.n)
+            size = unit * (item.n if padded else count)
             start = pos + 2
             pos = start + size
             if pos > end:
@@ -381,6 +465,8 @@ class _Reader:
                 return text, pos
             if kind == "TIME":
                 return _time_text(data[start], data[start + 1], data[start + 2]), pos
+            if kind == "INTERVAL":
+                return interval_text(data[start:pos], item.fields, self.layout.order), pos
         except ValueError as exc:
             raise _Bad("bad_value", f"{item.name}: {exc}") from exc
         raise _Bad("bad_value", f"{item.name}: type {kind} unsupported")  # pragma: no cover
@@ -415,11 +501,32 @@ class _File:
         self.H = struct.Struct(o + "H")
         self.i = struct.Struct(o + "i")
         fixed = layout.letter in "AB" and not layout.little and file_items is not None
+        if fixed and not layout.varchar_padded:  # compact VARCHARs: a record's size varies
+            fixed = not any(item.kind in ("VARCHAR", "NVARCHAR") for item in file_items)
         self._fixed = _record_size(file_items, layout) if fixed else None
 
     def fixed_size(self) -> int | None:
         """Return the record size of a fixed-length (NORMAL A/B) file, None otherwise."""
         return self._fixed
+
+    def _unframed_end(self, pos: int) -> int:
+        """Return the end of the record at ``pos`` of a NORMAL A/B file whose size varies.
+
+        That is a file of ``varchar_layout: compact``: the operation, then the items read to
+        their end.
+        """
+        if self.file_reader is None:  # a table layout tried on a file without its table
+            raise _Framing(
+                "unknown_table", "no table for a record without a length", len(self.data)
+            )
+        try:
+            return self.file_reader.read_items(self.data, pos + 2, len(self.data))[1]
+        except _Bad as bad:
+            raise _Framing(bad.reason, str(bad), len(self.data)) from bad
+        except (struct.error, IndexError) as exc:
+            raise _Framing(
+                "layout_mismatch", f"record does not parse: {exc}", len(self.data)
+            ) from exc
 
     def read(self, pos: int) -> ParsedRecord:
         """Read the record at ``pos``; raise _Bad (with the record's end in ``.end`` when known)."""
@@ -443,9 +550,9 @@ class _File:
             fixed = self.fixed_size()
             if size - pos >= 2 and self.H.unpack_from(data, pos)[0] == OP_EMPTY:
                 end = pos + 2
+            elif fixed is None:
+                end = self._unframed_end(pos)
             else:
-                if fixed is None:  # a table layout tried on a file without its table
-                    raise _Framing("unknown_table", "no table for a fixed-length record", size)
                 if pos + fixed > size:
                     raise _Framing("truncated_record", f"truncated record at offset {pos}", size)
                 end = pos + fixed
@@ -564,8 +671,6 @@ class _Framing(_Bad):
 
 _INT_DTYPES = {"SMALLINT": "i2", "INTEGER": "i4", "BIGINT": "i8"}
 _FLOAT_DTYPES = {"REAL": "f4", "DOUBLE": "f8"}
-_ZONED_POSITIVE = {"auto": (0x3, 0x4, 0xA, 0xC, 0xE, 0xF), "ascii_unsigned": (0x3,)}
-_ZONED_NEGATIVE = {"auto": (0x5, 0xB, 0xD), "ascii_unsigned": ()}
 
 
 def read_fixed_records(
@@ -615,8 +720,8 @@ def read_fixed_records(
         elif kind == "NUMERIC":
             zone, last = block[:, -1] >> 4, block[:, -1] & 0x0F
             body = block[:, :-1]
-            positive = np.isin(zone, _ZONED_POSITIVE.get(zoned_sign, _ZONED_POSITIVE["auto"]))
-            negative = np.isin(zone, _ZONED_NEGATIVE.get(zoned_sign, _ZONED_NEGATIVE["auto"]))
+            signs = ZONED_SIGNS.get(zoned_sign, ZONED_SIGNS["auto"])
+            positive, negative = np.isin(zone, signs[0]), np.isin(zone, signs[1])
             valid = (
                 ((body >= 0x30) & (body <= 0x39)).all(axis=1) & (last <= 9) & (positive | negative)
             )
@@ -636,6 +741,14 @@ def read_fixed_records(
                 (kind, bytes(r[2 : 2 + unit * int(c)]))
                 for r, c in zip(block, counts.tolist(), strict=True)
             ]
+        elif kind == "INTERVAL":  # validated value by value
+            values = []
+            for k, r in enumerate(block):
+                try:
+                    values.append(interval_text(bytes(r), item.fields, order))
+                except ValueError:
+                    values.append(None)
+                    valid[k] = False
         else:  # DATE, TIME, TIMESTAMP: validated value by value
             values = []
             for k, r in enumerate(block.tolist()):
@@ -699,12 +812,15 @@ def candidate_layouts(opts: Mapping[str, Any]) -> list[Layout]:
     bases = [opts["record_length_basis"]] + (
         ["exclusive"] if opts["record_length_basis"] == "inclusive" else []
     )
+    varchar_layout = str(opts.get("varchar_layout", "auto"))
     group: list[Layout] = []
     for order in orders:
         for little in logtypes:
             for null in nulls:
                 for basis in bases:
-                    group.append(Layout("D" if null else "E", little, order, null, basis))
+                    group.append(
+                        Layout("D" if null else "E", little, order, null, basis, varchar_layout)
+                    )
     table: list[Layout] = []
     # a JNL feed's one-table files are JNL differentials (C) or full extracts (A): C rejects a
     # full-extract operation, so the records decide between them
@@ -714,9 +830,11 @@ def candidate_layouts(opts: Mapping[str, Any]) -> list[Layout]:
             for null in nulls:
                 for basis in bases:
                     if "C" in letters:
-                        table.append(Layout("C", little, order, True, basis))
+                        table.append(Layout("C", little, order, True, basis, varchar_layout))
                     if little or basis == bases[0]:
-                        table.append(Layout("A" if null else "B", little, order, null, basis))
+                        table.append(
+                            Layout("A" if null else "B", little, order, null, basis, varchar_layout)
+                        )
     unit = str(opts.get("unit", "auto")).lower()
     return group if unit == "group" else table if unit == "table" else table + group
 
@@ -815,6 +933,7 @@ def decode_extract_file(
     unit = str(opts["unit"]).lower()
     fillers = {"ymdhms7": [0], "ymdhms7_r4": [4]}.get(str(opts["timestamp_layout"]), [0, 4])
     nvarchar_bytes = opts["nvarchar_length_unit"] == "bytes"
+    intervals = opts["interval_layout"] if isinstance(opts["interval_layout"], Mapping) else None
     variants = []  # (tables, file items) per TIMESTAMP layout
     try:
         for filler in fillers:
@@ -824,7 +943,7 @@ def decode_extract_file(
                     if table in catalog:
                         tables[int(ext_id)] = (
                             table,
-                            item_layout(catalog[table], filler, nvarchar_bytes),
+                            item_layout(catalog[table], filler, nvarchar_bytes, intervals),
                         )
             file_items = None
             if file_table is not None:
@@ -832,7 +951,7 @@ def decode_extract_file(
                     raise ValueError(
                         f"table {'.'.join(file_table)} has no columns in seeds/cdc_columns.csv"
                     )
-                file_items = item_layout(catalog[file_table], filler, nvarchar_bytes)
+                file_items = item_layout(catalog[file_table], filler, nvarchar_bytes, intervals)
             variants.append((tables, file_items))
             has_timestamp = any(
                 i.kind == "TIMESTAMP"

@@ -9,11 +9,12 @@ The format is not self-describing: the catalog seed declares the layout and type
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from python_udfs.feed_format import BOOL, I32, I64, STR, STR_LIST, STR_MAP, FeedFormat, FileToDecode
 from python_udfs.linkexpress_extract import decoder
-from python_udfs.records import DecodeResult
+from python_udfs.records import ConfigError, DecodeResult
 
 #: Columns of ``raw_linkexpress_extract`` after the provenance columns: the file's layout as
 #: detected, the record's length, extraction id and operation code, the transaction (group
@@ -64,6 +65,78 @@ def truncates_only(result: DecodeResult) -> bool:
     return bool(result.rows) and all(r["operation_code"] == decoder.OP_EMPTY for r in result.rows)
 
 
+def check_options(where: str, options: Mapping[str, Any]) -> None:
+    """Check options ``file_order`` and ``interval_layout``.
+
+    ``file_order``: ``name``, or a non-empty list of file-name patterns (``*``, ``?``): staging
+    model ``stg_linkexpress_extract__changes`` sorts a file by the first pattern its name
+    matches (macro ``cdc_file_sort_name``). ``interval_layout``: ``reject``, or a map of INTERVAL
+    type names to their ``[field, bytes]`` in file order (:func:`_check_interval_layout`).
+
+    Raises :class:`ConfigError` naming ``where``'s option and the values to use.
+    """
+    _check_interval_layout(where, options.get("interval_layout", "reject"))
+    order = options.get("file_order", "name")
+    if order == "name":
+        return
+    if (
+        not isinstance(order, list | tuple)
+        or not order
+        or not all(isinstance(p, str) and p for p in order)
+    ):
+        raise ConfigError(
+            f"{where}.options.file_order: {order!r} is neither name nor a list of file-name "
+            'patterns, e.g. ["DIFF_*.dat", "FULL_*.dat"] (formats/linkexpress_extract.md).'
+        )
+
+
+_INTERVAL_EXAMPLE = (
+    '{"INTERVAL DAY TO SECOND": [[SIGN, 1], [DAY, 4], [HOUR, 1], [MINUTE, 1], [SECOND, 1], '
+    "[MICROSECOND, 4]]}"
+)
+_YEAR_MONTH = {"YEAR", "MONTH"}
+
+
+def _check_interval_layout(where: str, layouts: Any) -> None:
+    """Check option ``interval_layout``: ``reject`` (the page's default), or a map of types.
+
+    The map takes INTERVAL type names to fields ``[field, bytes]`` in file order. Fields are :data:`decoder.INTERVAL_FIELDS`: ``SIGN`` takes 1 byte, the others 1, 2, 4 or 8
+    (unsigned integers of the file's byte order), and year-month fields do not mix with
+    day-time fields. Raises :class:`ConfigError` with an example.
+    """
+    if layouts == "reject":
+        return
+
+    def fault(message: str) -> ConfigError:
+        return ConfigError(
+            f"{where}.options.interval_layout: {message}. Write reject, or a map of INTERVAL "
+            f"types to [field, bytes] lists, e.g. {_INTERVAL_EXAMPLE} (formats/linkexpress_extract.md)."
+        )
+
+    if not isinstance(layouts, Mapping) or not layouts:
+        raise fault(f"{layouts!r} is neither reject nor a map")
+    for name, fields in layouts.items():
+        if not str(name).upper().startswith("INTERVAL"):
+            raise fault(f"{name!r} is not an INTERVAL type")
+        if not isinstance(fields, list | tuple) or not fields:
+            raise fault(f"{name}: {fields!r} is not a list of [field, bytes]")
+        names = []
+        for entry in fields:
+            if not isinstance(entry, list | tuple) or len(entry) != 2:
+                raise fault(f"{name}: {entry!r} is not [field, bytes]")
+            field, size = str(entry[0]).upper(), entry[1]
+            if field not in decoder.INTERVAL_FIELDS:
+                raise fault(f"{name}: unknown field {entry[0]!r}")
+            if size not in ((1,) if field == "SIGN" else (1, 2, 4, 8)):
+                raise fault(f"{name}: {field} cannot take {size!r} bytes")
+            names.append(field)
+        values = set(names) - {"SIGN"}
+        if not values or len(names) != len(set(names)):
+            raise fault(f"{name}: each field once, and at least one that is not SIGN")
+        if values & _YEAR_MONTH and values - _YEAR_MONTH:
+            raise fault(f"{name}: year-month and day-time fields do not mix")
+
+
 def decode(content: bytes, file: FileToDecode) -> DecodeResult:
     """Decode one whole extract file; its table comes from its folder or the options."""
     return decoder.decode_extract_file(
@@ -88,4 +161,5 @@ FEED_FORMAT = FeedFormat(
     decoder_context=decoder_context,
     deduplicated_by_content=True,
     applied_when_repeated=truncates_only,
+    check_options=check_options,
 )

@@ -8,6 +8,7 @@ collects the metadata (MD) messages, Avro schemas of Confluent-framed values fro
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from python_udfs.feed_format import BOOL, I64, STR, STR_LIST, STR_MAP, FeedFormat, FileToDecode
 from python_udfs.qlik_change_tables.spec import spark_type_for
 from python_udfs.qlik_kafka import decoder
-from python_udfs.records import DecodeResult
+from python_udfs.records import ConfigError, DecodeResult
 
 #: Columns of ``raw_qlik_kafka`` after the provenance columns: the message envelope's fields
 #: (``headers`` of the Qlik message) snake_cased, ``data`` and ``beforeData`` as maps.
@@ -100,6 +101,38 @@ def decoder_context(feed, config, catalog, scanned) -> dict[str, Any]:
     }
 
 
+#: A change sequence: 35 digits (formats/qlik_kafka_messages.md, Ordering position).
+_CHANGE_SEQUENCE = re.compile(r"[0-9]{35}")
+
+
+def check_options(where: str, options: Mapping[str, Any]) -> None:
+    """Check option ``load_positions`` against ``load_position``.
+
+    ``load_positions`` maps dump file-name patterns (``*``, ``?``) to the 35-digit change
+    sequence of the REFRESH rows of the dumps they match; the staging model reads it with
+    ``load_position: explicit`` only (macro ``cdc_explicit_load_position``).
+
+    Raises :class:`ConfigError` naming ``where``'s option and what to write instead.
+    """
+    positions = options.get("load_positions")
+    if positions is None:
+        return
+    if options.get("load_position") != "explicit":
+        raise ConfigError(
+            f"{where}.options.load_positions is read with load_position: explicit only; add "
+            "it, or remove load_positions (formats/qlik_kafka_messages.md)."
+        )
+    if not isinstance(positions, Mapping) or not all(
+        isinstance(p, str) and p and _CHANGE_SEQUENCE.fullmatch(str(v))
+        for p, v in positions.items()
+    ):
+        raise ConfigError(
+            f"{where}.options.load_positions: {positions!r} must map dump file-name patterns to "
+            '35-digit change sequences, e.g. {"SALES.ORDERS-*-reload.jsonl": '
+            '"20240301080000000000000000000000042"}.'
+        )
+
+
 def decode(content: bytes, file: FileToDecode) -> DecodeResult:
     """Decode one dump from byte ``start`` with a copy of the feed's Kafka catalog.
 
@@ -138,4 +171,5 @@ FEED_FORMAT = FeedFormat(
     scanned_metadata_source="kafka_md",
     spark_type_for=spark_type_for,
     gzip_stream=True,
+    check_options=check_options,
 )

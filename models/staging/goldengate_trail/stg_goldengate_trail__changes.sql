@@ -161,6 +161,8 @@ canonical as (
             when operation = 'UPDATE' then before_data
         end as before_image,
         case when operation in ('INSERT', 'UPDATE') then data end as after_image,
+        case when operation in ('INSERT', 'UPDATE') then {{ cdc_table_columns('column_names', 'data') }} end
+            as table_columns,
         source_file,
         record_offset,
         record_index,

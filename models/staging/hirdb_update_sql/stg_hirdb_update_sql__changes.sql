@@ -95,6 +95,7 @@ sequenced as (
         {{ cdc_transaction_first_record('feed, stream, transaction_id') }},
         {{ cdc_position_in_transaction('feed, stream, transaction_id') }} as transaction_sequence,
         cast(null as array<string>) as changed_columns,
+        cast(null as array<string>) as table_columns,
         has_transaction_end and row_number() over (
             partition by feed, stream, transaction_id
             order by case when operation = 'EVENT' then 0 else 1 end desc, change_position desc

@@ -1,6 +1,7 @@
 {#-
     Linkexpress extract records in the canonical change event shape (DESIGN.md §5).
-    change_position = file name + 12-digit record index; files sort by name (file_order).
+    change_position = the file's sort name + 12-digit record index: files sort by name, or by
+    the list of option file_order (cdc_file_sort_name), then by name.
     Full extract rows (0x0000) are LOAD rows, one transaction per file, so a full extract
     replaces its table (int_table_resets: rows loaded earlier and missing from the extract are
     gone). An empty full extract (0xffff) is a TRUNCATE (option empty_full_extract_as:
@@ -17,7 +18,10 @@
 with
 
 raw_records as (
-    select * from {{ source('linkexpress_extract', 'raw_linkexpress_extract') }}
+    select
+        *,
+        {{ cdc_file_sort_name('linkexpress_extract', 'file_name') }} as file_sort_name
+    from {{ source('linkexpress_extract', 'raw_linkexpress_extract') }}
     where {{ cdc_committed_batches() }} and {{ cdc_working_batches('linkexpress_extract') }}
 ),
 
@@ -36,7 +40,7 @@ positioned as (
     select /*+ repartition(raw_records.feed, raw_records.file_name) */
         raw_records.*,
         file_times.file_modified_at,
-        concat(raw_records.file_name, ':', lpad(cast(raw_records.record_index as string), 12, '0'))
+        concat(raw_records.file_sort_name, ':', lpad(cast(raw_records.record_index as string), 12, '0'))
             as record_position
     from raw_records
     left join file_times
@@ -68,9 +72,10 @@ file_first_commits as (
     select
         feed,
         file_name,
+        file_sort_name,
         min(commit_in_file) as first_commit_in_file
     from commits_in_file
-    group by feed, file_name
+    group by feed, file_name, file_sort_name
 ),
 
 carried_commits as (
@@ -81,7 +86,7 @@ carried_commits as (
         file_name,
         min(first_commit_in_file) over (
             partition by feed
-            order by file_name desc
+            order by file_sort_name desc
             rows between unbounded preceding and 1 preceding
         ) as carried_commit
     from file_first_commits
@@ -145,6 +150,7 @@ sequenced as (
         concat_ws(':', feed, change_position) as change_id,
         {{ cdc_position_in_transaction() }} as transaction_sequence,
         cast(null as array<string>) as changed_columns,
+        cast(null as array<string>) as table_columns,
         coalesce(
             marked_transaction_end,
             has_transaction_end and row_number() over (

@@ -120,6 +120,12 @@ canonical as (
                     cdc_feed_option('qlik_change_tables', 'mask_bit_order', 'lsb_last_hex')
                 ) }}
         end as changed_columns,
+        case
+            -- column_names starts with the file's header__ columns (the change mask's first bits)
+            when operation in ('INSERT', 'UPDATE', 'LOAD') then {{ cdc_table_columns(
+                'slice(column_names, header_column_count + 1, size(column_names))', 'data'
+            ) }}
+        end as table_columns,
         source_file,
         record_offset,
         record_index,

@@ -1,6 +1,8 @@
 {#-
     Qlik Replicate Kafka data messages in the canonical change event shape (DESIGN.md §5).
-    REFRESH rows (full load) become LOAD; UPDATE carries both images in one message; a DELETE
+    REFRESH rows (full load) become LOAD, at position zero or, with option load_position
+    explicit, at the change sequence option load_positions gives their dump (a reload during
+    the stream); UPDATE carries both images in one message; a DELETE
     takes its before image from beforeData, else from data (option delete_image_field:
     before_then_data, the default; data; beforeData).
 -#}
@@ -18,7 +20,11 @@ classified as (
     select
         *,
         case when operation = 'REFRESH' then 'LOAD' else operation end as change_operation,
-        case when operation = 'REFRESH' then repeat('0', 35) else change_sequence end as change_position
+        case
+            when operation = 'REFRESH'
+                then {{ cdc_explicit_load_position('qlik_kafka', "regexp_extract(source_file, '[^/]+$', 0)") }}
+            else change_sequence
+        end as change_position
     from raw_messages
 ),
 
@@ -69,6 +75,9 @@ canonical as (
             'change_mask', 'column_names', 0,
             cdc_feed_option('qlik_kafka', 'mask_bit_order', 'lsb_last_hex')
         ) }} as changed_columns,
+        case
+            when change_operation in ('INSERT', 'UPDATE', 'LOAD') then {{ cdc_table_columns('column_names', 'data') }}
+        end as table_columns,
         source_file,
         record_offset,
         record_index,
