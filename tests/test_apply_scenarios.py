@@ -224,108 +224,96 @@ def delete_reinsert(s: Script):
     }
 
 
+def _around_ddl(s: Script, ddl, as_it_reads, changed=None, inserted=None):
+    """Keys 1 and 2 inserted, then ``ddl(s)`` at the source, then key 1 updated (its before
+    image ``as_it_reads(r1)``: the row as it reads after the DDL) and key 3 inserted, their
+    rows drawn for the new version with ``changed`` and ``inserted`` over them. Key 2 is not
+    touched after the DDL, so it keeps the row it was inserted with: nothing in a feed says
+    otherwise. Returns the expected current state and history."""
+    r1, r2 = s.row(1), s.row(2)
+    s.transaction(("INSERT", None, r1))  # one transaction per change-table file
+    s.transaction(("INSERT", None, r2))
+    ddl(s)
+    r1b, r3 = {**s.row(1, 1), **(changed or {})}, {**s.row(3), **(inserted or {})}
+    s.transaction(("UPDATE", as_it_reads(r1), r1b))
+    s.transaction(("INSERT", None, r3))
+    return {s.pk(1): r1b, s.pk(2): r2, s.pk(3): r3}, {
+        s.pk(1): [("INSERT", False, r1), ("UPDATE", False, r1b)],
+        s.pk(2): [("INSERT", False, r2)],
+        s.pk(3): [("INSERT", False, r3)],
+    }
+
+
 def add_column(s: Script):
-    """Source DDL mid-stream (issue 46 item 3): keys 1 and 2 inserted, then a column added to
-    the table (the catalog seeds do not have it), then key 1 updated with a value in it and
-    key 3 inserted with one. Each product says so its own way: a Kafka MD message of table
+    """Source DDL mid-stream (issue 46 item 3): a column added to the table (the catalog seeds
+    do not have it) between the inserts of keys 1 and 2 and the update of key 1 and insert of
+    key 3, which set it. Each product says so its own way: a Kafka MD message of table
     version 2, later change-table files whose .dfm lists the column, a new GoldenGate TDR,
     HiRDB statements that name it. The new column's values are kept in current state and
     history; key 2, untouched since, has no value for it (NULL in a typed view)."""
-    r1, r2 = s.row(1), s.row(2)
-    s.transaction(("INSERT", None, r1))  # one transaction per change-table file
-    s.transaction(("INSERT", None, r2))
-    tiers = ("gold", "silver", "bronze")
-    s.add_column(
-        SimColumn(
-            "LOYALTY_TIER",
-            "STRING",
-            "string",
-            nullable=True,
-            length=10,
-            hirdb_type="VARCHAR",
-            lx_type="VARCHAR",
-            pool=tiers,
-        )
+    tier = SimColumn(
+        "LOYALTY_TIER",
+        "STRING",
+        "string",
+        nullable=True,
+        length=10,
+        hirdb_type="VARCHAR",
+        lx_type="VARCHAR",
+        pool=("gold", "silver", "bronze"),
     )
-    r1b = {**s.row(1, 1), "LOYALTY_TIER": "gold"}
-    r3 = {**s.row(3), "LOYALTY_TIER": "silver"}
-    s.transaction(("UPDATE", {**r1, "LOYALTY_TIER": None}, r1b))  # the row as it now reads
-    s.transaction(("INSERT", None, r3))
-    return {s.pk(1): r1b, s.pk(2): r2, s.pk(3): r3}, {
-        s.pk(1): [("INSERT", False, r1), ("UPDATE", False, r1b)],
-        s.pk(2): [("INSERT", False, r2)],
-        s.pk(3): [("INSERT", False, r3)],
-    }
+    return _around_ddl(
+        s,
+        lambda s: s.add_column(tier),
+        lambda r1: {**r1, "LOYALTY_TIER": None},
+        {"LOYALTY_TIER": "gold"},
+        {"LOYALTY_TIER": "silver"},
+    )
 
 
 def drop_column(s: Script):
-    """A column dropped at the source mid-stream (issue 46 item 3, ADR 0024): keys 1 and 2
-    inserted, then a non-key column dropped, then key 1 updated and key 3 inserted. The
-    GoldenGate UPDATE is a compressed image (the key and the changed columns), the Qlik images
-    are full; the new TDR, MD message and .dfm no longer list the column. Key 1's row after the
-    update has no value for it (it is not carried on from the INSERT as unchanged); key 2,
-    untouched since, keeps it: nothing in the feeds says otherwise."""
-    r1, r2 = s.row(1), s.row(2)
-    s.transaction(("INSERT", None, r1))  # one transaction per change-table file
-    s.transaction(("INSERT", None, r2))
+    """A column dropped at the source mid-stream (issue 46 item 3, ADR 0024), the table's last
+    non-key column. The GoldenGate UPDATE is a compressed image (the key and the changed
+    columns), the Qlik images are full; the new TDR, MD message and .dfm no longer list the
+    column. Key 1's row after the update has no value for it (it is not carried on from the
+    INSERT as unchanged), nor has key 3's; key 2 keeps it."""
     dropped = next(c.name for c in s.table.columns[::-1] if not c.primary_key_position)
-    s.drop_column(dropped)
-    before = {k: v for k, v in r1.items() if k != dropped}  # the row as it now reads
-    r1b, r3 = s.row(1, 1), s.row(3)
-    s.transaction(("UPDATE", before, r1b))
-    s.transaction(("INSERT", None, r3))
-    return {s.pk(1): r1b, s.pk(2): r2, s.pk(3): r3}, {
-        s.pk(1): [("INSERT", False, r1), ("UPDATE", False, r1b)],
-        s.pk(2): [("INSERT", False, r2)],
-        s.pk(3): [("INSERT", False, r3)],
-    }
+    return _around_ddl(
+        s,
+        lambda s: s.drop_column(dropped),
+        lambda r1: {k: v for k, v in r1.items() if k != dropped},
+    )
 
 
 def rename_column(s: Script):
-    """A column renamed at the source mid-stream (ADR 0024): CITY becomes TOWN after keys 1 and
-    2 are inserted; then key 1 is updated and key 3 inserted. A rename is not recognised as
-    such: TOWN is a new column (columns_not_in_catalog warns of it) and CITY one that is gone,
-    so key 1's row after the update and key 3's have TOWN only, and key 2, untouched since,
-    CITY only."""
-    r1, r2 = s.row(1), s.row(2)
-    s.transaction(("INSERT", None, r1))  # one transaction per change-table file
-    s.transaction(("INSERT", None, r2))
+    """A column renamed at the source mid-stream (ADR 0024): CITY becomes TOWN. A rename is
+    not recognised as such: TOWN is a new column (columns_not_in_catalog warns of it) and CITY
+    one that is gone, so key 1's row after the update and key 3's have TOWN only, and key 2,
+    untouched since, CITY only."""
     city = next(c for c in s.table.columns if c.name == "CITY")
-    s.alter_column("CITY", dataclasses.replace(city, name="TOWN", pool=("Lyon", "Osaka")))
-    before = {("TOWN" if k == "CITY" else k): v for k, v in r1.items()}  # as it now reads
-    r1b = {**s.row(1, 1), "TOWN": "Lyon"}
-    r3 = {**s.row(3), "TOWN": "Osaka"}
-    s.transaction(("UPDATE", before, r1b))
-    s.transaction(("INSERT", None, r3))
-    return {s.pk(1): r1b, s.pk(2): r2, s.pk(3): r3}, {
-        s.pk(1): [("INSERT", False, r1), ("UPDATE", False, r1b)],
-        s.pk(2): [("INSERT", False, r2)],
-        s.pk(3): [("INSERT", False, r3)],
-    }
+    town = dataclasses.replace(city, name="TOWN", pool=("Lyon", "Osaka"))
+    return _around_ddl(
+        s,
+        lambda s: s.alter_column("CITY", town),
+        lambda r1: {("TOWN" if k == "CITY" else k): v for k, v in r1.items()},
+        {"TOWN": "Lyon"},
+        {"TOWN": "Osaka"},
+    )
 
 
 def retype_column(s: Script):
     """A column's type changed at the source mid-stream (ADR 0024): CREDIT_LIMIT, a
-    NUMERIC(12,2), becomes a string column after keys 1 and 2 are inserted; then key 1 is
-    updated to a value that is no number and key 3 inserted. Values are kept as the canonical
-    text of the type each change was written with: key 2 keeps its decimal text, keys 1 and 3
-    hold their strings (a typed view still casts by the catalog's type: NULL for these)."""
-    r1, r2 = s.row(1), s.row(2)
-    s.transaction(("INSERT", None, r1))  # one transaction per change-table file
-    s.transaction(("INSERT", None, r2))
-    s.alter_column(
-        "CREDIT_LIMIT",
-        SimColumn("CREDIT_LIMIT", "STRING", "string", nullable=True, length=20, pool=("none",)),
+    NUMERIC(12,2), becomes a string column; key 1 is updated to a value that is no number and
+    key 3 inserted with one. Values are kept as the canonical text of the type each change was
+    written with: key 2 keeps its decimal text, keys 1 and 3 hold their strings (a typed view
+    still casts by the catalog's type: NULL for these)."""
+    text = SimColumn("CREDIT_LIMIT", "STRING", "string", nullable=True, length=20, pool=("none",))
+    return _around_ddl(
+        s,
+        lambda s: s.alter_column("CREDIT_LIMIT", text),
+        dict,  # the decimal's text, as the row now reads
+        {"CREDIT_LIMIT": "unlimited"},
+        {"CREDIT_LIMIT": "on request"},
     )
-    r1b = {**s.row(1, 1), "CREDIT_LIMIT": "unlimited"}
-    r3 = {**s.row(3), "CREDIT_LIMIT": "on request"}
-    s.transaction(("UPDATE", dict(r1), r1b))  # the decimal's text, as the row now reads
-    s.transaction(("INSERT", None, r3))
-    return {s.pk(1): r1b, s.pk(2): r2, s.pk(3): r3}, {
-        s.pk(1): [("INSERT", False, r1), ("UPDATE", False, r1b)],
-        s.pk(2): [("INSERT", False, r2)],
-        s.pk(3): [("INSERT", False, r3)],
-    }
 
 
 def truncate(s: Script):

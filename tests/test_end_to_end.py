@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import json
 import re
 import shutil
@@ -12,7 +13,14 @@ import pytest
 
 from python_udfs.cli import DEMO_TRUNCATE_EVERY
 from python_udfs.config import CDC_COLUMNS_HEADER, load_project
-from simulator.database import JP_TABLES, SimColumn, catalog_rows, simulate, tables_for
+from simulator.database import (
+    JP_TABLES,
+    SimColumn,
+    catalog_rows,
+    primary_key_text,
+    simulate,
+    tables_for,
+)
 from simulator.feeds import write_feed
 from tests.spark_project import (
     HOSTILE_NAMES,
@@ -44,9 +52,11 @@ def jp_simulation():
     return simulate(seed=11, truncate_every=DEMO_TRUNCATE_EVERY, tables=JP_TABLES)
 
 
-def _state(lake):
+def _state(lake, rows=None):
+    """``{feed: {(schema, table): {primary key: row}}}`` of the lake's current_state, or of
+    ``rows`` of it read earlier (``two_rounds.after_round1``)."""
     state: dict = {}
-    for row in read_mart(lake, "current_state"):
+    for row in read_mart(lake, "current_state") if rows is None else rows:
         state.setdefault(row["feed"], {}).setdefault(
             (row["source_schema"], row["source_table"]), {}
         )[row["primary_key"]] = row["row"]
@@ -1085,14 +1095,56 @@ def prepare_discovered(src: Path) -> Contribution:
     )
 
 
+def _replayed(sim, tables, log) -> dict:
+    """The simulated tables as far as round 1 logged them (``log``: its change_log rows).
+
+    A change counts when its transaction's changes of its table are logged (only complete
+    transactions are; a change-table folder holds one table's): the Qlik feeds carry the
+    simulator's transaction ids. A trail names its transactions its own way,
+    but its round 1 is its first trail files, so a table's changes up to the last commit time
+    the log holds of it are what reached it. A full load counts when its LOAD rows are
+    logged, or (GoldenGate) its INSERTs. Changes replay as the simulator applies them; a
+    DELETE or UPDATE whose INSERT waits in an open transaction is applied as the apply does
+    (a row that was not there is not removed)."""
+    logged_ids = {(r["transaction_id"], r["source_schema"], r["source_table"]) for r in log}
+    by_id = any((c.transaction_id, c.table.schema, c.table.name) in logged_ids for c in sim.changes)
+    last_commit: dict[tuple[str, str], dt.datetime] = {}
+    for r in log:
+        if r["committed_at"] is not None and r["operation"] != "LOAD":
+            table, at = (r["source_schema"], r["source_table"]), r["committed_at"]
+            last_commit[table] = max(
+                last_commit.get(table, dt.datetime.min), at.replace(tzinfo=None)
+            )
+    loaded = {(r["source_schema"], r["source_table"]) for r in log if r["operation"] == "LOAD"}
+    open_changes = {id(c) for c in sim.open_transaction}
+    state: dict = {table: {} for table in tables}
+    for change in sim.changes:
+        table = (change.table.schema, change.table.name)
+        if table not in tables or id(change) in open_changes:
+            continue
+        if by_id:
+            reached = (change.transaction_id, *table) in logged_ids
+        else:
+            reached = change.committed_at <= last_commit.get(table, dt.datetime.min)
+        if not (reached or (change.operation == "LOAD" and table in loaded)):
+            continue
+        rows = state[table]
+        if change.operation == "DELETE":
+            rows.pop(primary_key_text(change.table, change.before), None)
+        else:
+            rows[primary_key_text(change.table, change.after)] = dict(change.after)
+    return {table: rows for table, rows in state.items() if rows}
+
+
 def test_tables_that_only_their_feeds_metadata_declares_are_applied(two_rounds):
     """issue 46 items 1 and 3: no seed names the tables of the three feeds, in either round;
     their .dfm files, Kafka MD messages and GoldenGate TDR records name the columns and the
     key. Half way, CUSTOMERS gains a column (a later .dfm, an MD message of table version 2, a
     second TDR).
-    Their changes are logged with their key and current state equals the simulated database
-    after round 2; no run warns about them (changes_of_tables_not_in_catalog counts only the
-    keyless feed's table, changes_of_tables_without_primary_key only its keyless table)."""
+    Their changes are logged with their key, and current state equals the simulated database
+    after each round (after round 1, as far as its files reached: :func:`_replayed`); no run
+    warns about them (changes_of_tables_not_in_catalog counts only the keyless feed's table,
+    changes_of_tables_without_primary_key only its keyless table)."""
     contribution = two_rounds.contributions["discovered"]
     sims, lake = contribution.expected, two_rounds.lake
     added = ADDED_COLUMN[1].name
@@ -1108,8 +1160,14 @@ def test_tables_that_only_their_feeds_metadata_declares_are_applied(two_rounds):
             for table, rows in state.items()
         }
 
+    round1 = _state(lake, two_rounds.after_round1["current_state"])
     state = {feed: unset_as_absent(tables) for feed, tables in _state(lake).items()}
     for feed, tables in contribution.extra["tables"].items():
+        # after round 1: the simulated tables as far as its files reached
+        log = [r for r in two_rounds.after_round1["change_log"] if r["feed"] == feed]
+        expected = _replayed(sims[feed], tables, log)
+        assert expected and unset_as_absent(round1[feed]) == unset_as_absent(expected), feed
+        assert expected != {k: v for k, v in sims[feed].final_state.items() if v}, feed
         expected = {k: v for k, v in sims[feed].final_state.items() if v and k in tables}
         assert expected and state[feed] == unset_as_absent(expected), feed
         # the column added at the source is kept where rows were written after the DDL

@@ -27,7 +27,13 @@ from simulator.database import catalog_rows
 from tests.spark_project import cdc, make_project, query, read_mart, write_seeds
 
 #: Marts read right after round 1, for the tests that check what round 1 left pending.
-ROUND1_MARTS = ("pending_changes", "ingested_files", "ingest_rejects", "change_log")
+ROUND1_MARTS = (
+    "pending_changes",
+    "ingested_files",
+    "ingest_rejects",
+    "change_log",
+    "current_state",
+)
 
 
 @dataclass

@@ -30,6 +30,9 @@
 ] -%}
 {#- the columns a change's key gives it (cdc_key_columns, cdc_key_id) -#}
 {%- set key_columns = ['primary_key', 'before_primary_key', 'key_id', 'before_key_id', 'is_in_catalog'] %}
+{#- columns a log written by an earlier release lacks until this run appends them
+    (on_schema_change): a row logged again is read without them -#}
+{%- set later_columns = {'table_columns': 'array<string>'} %}
 
 -- depends_on: {{ ref('int_catalog_tables') }}
 
@@ -99,7 +102,11 @@ declared_late as (
     -- logged again once: unless the log holds a row of the change with its key
     select
         {%- for column in columns if column not in key_columns %}
+            {%- if column in later_columns %}
+            cast(null as {{ later_columns[column] }}) as {{ column }},
+            {%- else %}
             logged_keyless.{{ column }},
+            {%- endif %}
         {%- endfor %}
         {{ cdc_key_columns('logged_keyless', 'catalog_tables') }}
     from logged_keyless
