@@ -38,8 +38,9 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 
-from python_udfs.cli import DEMO_TRUNCATE_EVERY, write_typed_models
 from python_udfs.config import load_project
+from python_udfs.demo import DEMO_TRUNCATE_EVERY
+from python_udfs.scaffold import write_typed_models
 from simulator.database import Simulation, catalog_rows, simulate, tables_for
 from simulator.feeds import write_feed
 

@@ -191,8 +191,8 @@ def run_ours(data: Path, work: Path) -> list[dict]:
         {"feed": FEED, "source_schema": SCHEMA, "source_table": TABLE, "table_identifier": ""}
     ]
     make_project(work, FEEDS_YAML, (columns, tables))
-    from python_udfs.cli import write_typed_models
     from python_udfs.config import load_project
+    from python_udfs.scaffold import write_typed_models
 
     write_typed_models(load_project(project, check_paths=False))
     folder = work / "src" / f"{SCHEMA}.{TABLE}__ct"

@@ -50,7 +50,7 @@ DEMO_SEEDS = (Path("demo") / "cdc_demo_columns.csv", Path("demo") / "cdc_demo_ta
 
 
 #: Longest schema, table or column name accepted (characters). The Hive metastore holds a
-#: view's column names in VARCHAR(767); typed model names are shortened (cli.typed_model_name).
+#: view's column names in VARCHAR(767); typed model names are shortened (scaffold.typed_model_name).
 MAX_NAME_LENGTH = 512
 #: Typed-view columns a source column may not be named (case-insensitively): the views' own.
 RESERVED_COLUMN_NAMES = frozenset(
@@ -68,7 +68,7 @@ def unsafe_name_reason(name: str) -> str | None:
     Names come from the data (a Kafka MD message, a Qlik folder or ``.dfm``, a sourcedefs file)
     and are carried as they are: quotes, backticks, backslashes, ``;``, newlines and Jinja
     braces are quoted or escaped wherever a name reaches SQL, Jinja, YAML or a file name
-    (macros ``cdc_string_literal`` and ``cdc_quote_identifier``, :func:`python_udfs.cli.typed_model_name`).
+    (macros ``cdc_string_literal`` and ``cdc_quote_identifier``, :func:`python_udfs.scaffold.typed_model_name`).
     Refused: an empty name, a NUL character, and more than :data:`MAX_NAME_LENGTH` characters.
     """
     if not name:

@@ -205,7 +205,7 @@ def test_scaffold_keeps_names_from_the_data_and_skips_only_what_cannot_be_a_tabl
     with quotes, backticks, `;`, a newline, Jinja braces or 300 characters are scaffolded as
     they are (the end-to-end test runs them); a table with an empty, NUL or overlong name, or
     columns a typed view cannot hold, is skipped with one line before anything is appended."""
-    from python_udfs.cli import scaffold_rows, typed_model_name
+    from python_udfs.scaffold import scaffold_rows, typed_model_name
 
     def column(table, name, ordinal, schema="S"):
         return {
@@ -252,7 +252,7 @@ def test_scaffold_adds_the_columns_a_known_table_gained_at_the_source():
     has a column the seeds lack gets it appended after its last ordinal, as a non-key column;
     columns of older versions and of the seeds are left alone, and a table of other seeds (the
     demo's: known, but not the project's own) gets nothing."""
-    from python_udfs.cli import scaffold_rows
+    from python_udfs.scaffold import scaffold_rows
 
     def column(table, name, ordinal, version, key=0):
         return {
@@ -336,7 +336,7 @@ def test_without_java_the_cli_says_so_in_one_line(project, monkeypatch, tmp_path
 def test_sql_rows_for_a_pipe_are_tab_separated_one_line_each():
     """issue 16: `cdc sql` piped or redirected printed a wrapped rich table; it now prints a header
     line and one tab-separated line per row, NULL as NULL, maps as JSON, tabs and newlines escaped."""
-    from python_udfs.cli import tab_separated
+    from python_udfs.sql_console import tab_separated
 
     text = tab_separated(
         ["feed", "row", "note"],

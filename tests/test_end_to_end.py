@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from python_udfs.cli import DEMO_TRUNCATE_EVERY
 from python_udfs.config import CDC_COLUMNS_HEADER, load_project
+from python_udfs.demo import DEMO_TRUNCATE_EVERY
 from simulator.database import (
     JP_TABLES,
     SimColumn,
@@ -66,8 +66,12 @@ def _state(lake, rows=None):
 def test_shipped_seeds_describe_the_simulated_tables():
     """The demo's catalog is the simulator's, its typed models are what `cdc scaffold` writes
     for it, and the project's own seeds start empty (the demo is separable, issue 16)."""
-    from python_udfs.cli import DEMO_TYPED_MODELS_DIR, DEMO_TYPED_MODELS_YML, typed_model_files
     from python_udfs.config import DEMO_SEEDS, load_catalog
+    from python_udfs.scaffold import (
+        DEMO_TYPED_MODELS_DIR,
+        DEMO_TYPED_MODELS_YML,
+        typed_model_files,
+    )
 
     columns, tables = catalog_rows({**FEEDS, **JP_FEEDS})
     with (REPO / "seeds" / DEMO_SEEDS[0]).open(encoding="utf-8") as fh:
@@ -754,7 +758,7 @@ def test_names_from_the_data_reach_every_typed_model_as_they_are(real_samples_ru
     newline, `{{ 7*7 }}`, a backslash or 300 characters (a Kafka MD message) go through stage,
     scaffold and run: the seeds keep the names, the model files get safe names, Jinja in a
     name is never rendered, each typed view is queryable, and scaffolding again changes nothing."""
-    from python_udfs.cli import TYPED_MODELS_DIR, typed_model_files, typed_model_name
+    from python_udfs.scaffold import TYPED_MODELS_DIR, typed_model_files, typed_model_name
 
     project, lake, _first, _proc = real_samples_run
     landing = lake.parent / "landing"

@@ -60,7 +60,17 @@ def test_everything_about_a_format_is_in_its_folders(name):
 
 
 def test_the_staging_job_and_cli_name_no_format():
-    for module in ("staging.py", "cli.py", "config.py", "spark.py", "build_state.py"):
+    for module in (
+        "staging.py",
+        "cli.py",
+        "run.py",
+        "demo.py",
+        "scaffold.py",
+        "sql_console.py",
+        "config.py",
+        "spark.py",
+        "build_state.py",
+    ):
         text = (PACKAGE / module).read_text(encoding="utf-8")
         named = [name for name in FORMATS if name in text]
         assert named == [], f"python_udfs/{module} names {named}"
@@ -81,7 +91,7 @@ def _imports(path: Path) -> set[str]:
 def test_the_runtime_package_imports_nothing_from_the_simulator_and_decoders_no_spark():
     for path in PACKAGE.rglob("*.py"):
         imports = _imports(path)
-        if path.parent.name == "python_udfs" and path.name == "cli.py":
+        if path.parent.name == "python_udfs" and path.name == "demo.py":
             continue  # `cdc demo` runs the simulator (imported inside the function)
         assert not any(i.split(".")[0] == "simulator" for i in imports), path
         if path.name == "decoder.py":
@@ -124,7 +134,7 @@ def test_the_runtime_package_has_no_import_cycle():
 def test_scaffolded_types_come_from_the_feed_s_format():
     """A GoldenGate type code and a Qlik type name each map by their own feed's format; a
     feed whose format carries no types, or that is not configured, gets string."""
-    from python_udfs.cli import scaffold_rows
+    from python_udfs.scaffold import scaffold_rows
 
     def row(feed, table, name, source_type, scale=None):
         return {

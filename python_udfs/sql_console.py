@@ -1,0 +1,142 @@
+"""The SQL console of ``cdc``: ``cdc sql`` and ``cdc rejects``.
+
+``cdc sql`` runs one Spark SQL query on the embedded engine and prints its rows as a table or
+JSON lines; ``cdc rejects`` lists the open rejects. :func:`rich_console` is the console every
+command prints with.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from python_udfs.config import (
+    ProjectConfig,
+)
+
+
+def rich_console():
+    """Return the rich Console the commands print with.
+
+    Soft-wrapped, no highlighting; 120 columns wide when stdout is not a terminal (a log, CI)
+    and COLUMNS is unset.
+    """
+    from rich.console import Console
+
+    # Not a terminal (a log, CI): wide enough for the summary table, not rich's 80 columns.
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
+    return Console(highlight=False, soft_wrap=True, width=width)
+
+
+def sql(config: ProjectConfig, query: str, as_json: bool) -> int:
+    """Run one Spark SQL query against the project's lake and print its rows; return 0.
+
+    With ``as_json``, one JSON object per row on stdout (maps as objects, timestamps and
+    decimals as text) and nothing else. Otherwise a table on a terminal, and tab-separated
+    lines (:func:`tab_separated`) when stdout is a pipe or a file. A query Spark refuses (a
+    syntax error, a table that is not there) prints one line with Spark's error class and
+    message on stderr and returns 1; on a lake with no built marts the line says so.
+    """
+    import logging
+
+    from pyspark.errors import PySparkException
+
+    from python_udfs.spark import get_spark
+
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)  # the line below says it
+    spark = get_spark(config.lake_root)
+    try:
+        result = spark.sql(query)
+        columns, rows = result.columns, result.collect()
+    except PySparkException as exc:
+        first = str(exc).strip().splitlines()[0]
+        schema = os.environ.get("CDC_DBT_SCHEMA", "cdc")
+        if not spark.catalog.databaseExists(schema):
+            first += (
+                f" (the lake {config.lake_root} has no schema {schema} yet: `cdc run` stages "
+                "the landing files and builds it; `make demo` builds a demo lake)"
+            )
+        print(f"cdc sql: {first}", file=sys.stderr)
+        return 1
+    if as_json:
+        for row in rows:
+            print(json.dumps(row.asDict(recursive=True), default=str, ensure_ascii=False))
+        return 0
+    print_rows(columns, [tuple(row) for row in rows], f"{len(rows)} row(s)")
+    return 0
+
+
+def print_rows(columns: list[str], rows: list[tuple], title: str) -> None:
+    """Print rows as a table titled ``title`` on a terminal, else as tab-separated lines.
+
+    Tab-separated lines (:func:`tab_separated`) are the form a pipe or a file wants.
+    """
+    if not sys.stdout.isatty():
+        sys.stdout.write(tab_separated(columns, rows))
+        return
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*(_text(v) for v in row))
+    rich_console().print(table, markup=False)
+
+
+def list_rejects(config: ProjectConfig, feed: str | None = None) -> int:
+    """Print the open rejects of the lake (of ``feed`` when given); return 0.
+
+    One line each with feed, file, byte offset and length, reason and message, read from the
+    raw tables (so right after ``cdc stage``, before any dbt run); a table on a terminal,
+    tab-separated lines otherwise (:func:`tab_separated`).
+    """
+    from python_udfs.spark import get_spark
+    from python_udfs.staging import Stager
+
+    stager = Stager(get_spark(config.lake_root), config)
+    stager.ensure_tables()
+    columns = ["feed", "source_file", "record_offset", "record_length", "reason", "message"]
+    rows = [
+        tuple(getattr(r, c) for c in columns)
+        for r in stager.open_reject_rows()
+        if feed is None or r.feed == feed
+    ]
+    print_rows(columns, rows, f"{len(rows)} open reject(s)")
+    return 0
+
+
+def _text(value: Any) -> str:
+    """One value as text: NULL for None; maps, structs and arrays as JSON (other values as text)."""
+    if value is None:
+        return "NULL"
+    if hasattr(value, "asDict"):  # a struct (pyspark Row)
+        value = value.asDict(recursive=True)
+    if isinstance(value, dict | list | tuple):
+        return json.dumps(value, default=str, ensure_ascii=False)
+    return str(value)
+
+
+def tab_separated(columns: list[str], rows: list[tuple]) -> str:
+    r"""Format rows for ``cdc sql`` on a pipe or a file: tab-separated lines.
+
+    A header line of column names, then one line per row, fields separated by tabs (what ``cut``,
+    ``sort`` and ``psql -A`` users expect). NULL is written ``NULL``; maps, structs and arrays as
+    JSON; a tab, newline, carriage return or backslash inside a value as ``\t``, ``\n``,
+    ``\r``, ``\\``, so that every row stays on one line. Returns the text, ending with a
+    newline.
+    """
+
+    def field(value: Any) -> str:
+        text = _text(value)
+        return (
+            text.replace("\\", "\\\\")
+            .replace("\t", "\\t")
+            .replace("\n", "\\n")
+            .replace("\r", "\\r")
+        )
+
+    lines = ["\t".join(columns)] + ["\t".join(field(v) for v in row) for row in rows]
+    return "\n".join(lines) + "\n"
