@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import enum
 import functools
 import re
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from python_udfs.canonical import (
     canonical_date,
@@ -72,21 +73,80 @@ DEFAULT_OPTIONS: dict[str, Any] = {name: spec[0] for name, spec in OPTIONS.items
 #: Accepted values of every option (``OPTIONS``); ``None`` takes any value of its kind.
 
 
+class IOType(enum.IntEnum):
+    """GHDR IOType codes of open-systems trails (formats/goldengate_trail.md, *IOType codes*)."""
+
+    DELETE = 3
+    INSERT = 5
+    UPDATE = 10  # full image
+    FIELD_COMP = 15  # compressed update: a B record (before image), then its A record
+    PK_UPDATE = 115  # key change, with the before key columns
+    PK_UPDATE_ALT = 116  # key change, the page's second code
+    UNIFIED_UPDATE = 134  # before and after images in one record
+    UNIFIED_PK_UPDATE = 135
+    UPSERT = 140  # option upsert_as
+    TRUNCATE = 100  # Logdump: GGSPurgedata
+    DDL = 160
+    METADATA = 170  # DDR (OrigNode 1) or TDR (OrigNode 2)
+
+
+class TransInd(enum.IntEnum):
+    """GHDR TransInd: the record's place in its transaction (formats/goldengate_trail.md)."""
+
+    FIRST = 0
+    MIDDLE = 1
+    LAST = 2
+    ONLY = 3
+
+
 #: Canonical operation of each IOType (formats/goldengate_trail.md, *IOType codes*).
 IO_TYPES: dict[int, str] = {
-    3: "DELETE",
-    5: "INSERT",
-    10: "UPDATE",
-    15: "UPDATE",
-    115: "UPDATE",
-    116: "UPDATE",
-    134: "UPDATE",
-    135: "UPDATE",
-    140: "UPDATE",
-    100: "TRUNCATE",
-    160: "DDL",
-    170: "METADATA",
+    IOType.DELETE: "DELETE",
+    IOType.INSERT: "INSERT",
+    IOType.UPDATE: "UPDATE",
+    IOType.FIELD_COMP: "UPDATE",
+    IOType.PK_UPDATE: "UPDATE",
+    IOType.PK_UPDATE_ALT: "UPDATE",
+    IOType.UNIFIED_UPDATE: "UPDATE",
+    IOType.UNIFIED_PK_UPDATE: "UPDATE",
+    IOType.UPSERT: "UPDATE",
+    IOType.TRUNCATE: "TRUNCATE",
+    IOType.DDL: "DDL",
+    IOType.METADATA: "METADATA",
 }
+#: IOTypes that change no row of a table (a TRUNCATE changes all of them, in dbt).
+NO_ROW_IMAGE = (IOType.TRUNCATE, IOType.DDL)
+
+
+class GHdr(NamedTuple):
+    """The fixed part of a record header: GHDR offsets 0–33.
+
+    formats/goldengate_trail.md, *Fields*; the table reference from offset 34 is read by
+    :func:`_table_reference`.
+    """
+
+    hdr_ind: bytes  # 0: b"E"
+    partition: int  # 1
+    undo_flag: int  # 2
+    before_after: bytes  # 3: b"B" / b"A"
+    rec_length: int  # 4: u16, the D token's length
+    io_type: int  # 6: IOType
+    orig_node: int  # 7: on IOType 170, 1 DDR, 2 TDR
+    io_time: int  # 8: i64 microseconds since Julian day 0
+    audit_pos: int  # 16: u64
+    audit_rba: int  # 24: u32; metadata: (DDR u16, TDR u16)
+    trans_ind: int  # 28: TransInd
+    format_type: bytes  # 29: b"R" / b"F"
+    syskey_len: int  # 30
+    incomplete: int  # 31
+    continued: int  # 32: 1 = a segment of a larger item
+    rec_count: int  # 33
+
+
+#: :class:`GHdr` as bytes, per byte order (``>``, ``<``): 34 bytes.
+GHDR = {order: struct.Struct(order + "cBBcHBBqQIBcBBBB") for order in "><"}
+#: The TDR index of a metadata record: the u16 at GHDR offset 26 (AuditRBA's second half).
+GHDR_TDR_INDEX = ({order: struct.Struct(order + "H") for order in "><"}, 26)
 #: NonStop TMF IOTypes, not expected from open systems: rejected.
 NONSTOP_IO_TYPES = {1, 2, 4, 6, 7, 8, 9, 11, 12, 13, 14, 16, 17, 18, 19}
 JULIAN_UNIX_OFFSET_US = 210_866_760_000_000_000
@@ -516,13 +576,13 @@ def decode_trail_file(
             if not _is_after_of(row, pending_b[0]):
                 _reject_orphan(data, result, pending_b, "not followed by its after image")
             pending_b = None
-        if row["io_type"] == 15 and row["before_after"] == "B":
+        if row["io_type"] == IOType.FIELD_COMP and row["before_after"] == "B":
             pending_b = (row, end)
         if row["io_type"] not in IO_TYPES:
             result.warnings.append(
                 f"unknown IOType {row['io_type']} at RBA {record_start} kept in raw"
             )
-        if row["io_type"] != 170:
+        if row["io_type"] != IOType.METADATA:
             sequence.see(row["trans_ind"], record_start, result.warnings)
         result.rows.append(row)
     if final and sequence.open_at is not None:
@@ -557,16 +617,16 @@ class _TransactionSequence:
 
     def see(self, trans_ind: int, rba: int, warnings: list[str]) -> None:
         """Record one change record's TransInd, appending a warning when out of sequence."""
-        if trans_ind in (0, 3) and self.open_at is not None:
+        if trans_ind in (TransInd.FIRST, TransInd.ONLY) and self.open_at is not None:
             warnings.append(
                 f"TransInd {trans_ind} at RBA {rba} while the transaction of RBA "
                 f"{self.open_at} is open: that transaction ends incomplete"
             )
-        elif trans_ind in (1, 2) and self.open_at is None and self.ended:
+        elif trans_ind in (TransInd.MIDDLE, TransInd.LAST) and self.open_at is None and self.ended:
             warnings.append(f"TransInd {trans_ind} at RBA {rba} without an open transaction")
-        if trans_ind == 0:
+        if trans_ind == TransInd.FIRST:
             self.open_at = rba
-        elif trans_ind in (2, 3):
+        elif trans_ind in (TransInd.LAST, TransInd.ONLY):
             self.open_at, self.ended = None, True
 
 
@@ -612,7 +672,7 @@ class _Segments:
         row, joined = self.first, b"".join(self.parts)
         table = state.tables.get(row["table_name"]) if row["table_name"] else None
         table = table or state.tdrs.get(row.get("tdr_index"))
-        if table is not None and row["io_type"] not in (100, 160) and joined:
+        if table is not None and row["io_type"] not in NO_ROW_IMAGE and joined:
             try:
                 whole = _Trail(joined, state.order, state.u16, state.u32, state.seqno, state.tables)
                 _images(whole, row, table, 0, len(joined), opts)
@@ -657,7 +717,7 @@ def _reject_orphan(
 
 def _is_after_of(row: Mapping[str, Any], b_row: Mapping[str, Any]) -> bool:
     return (
-        row["io_type"] == 15
+        row["io_type"] == IOType.FIELD_COMP
         and row["before_after"] == "A"
         and row["table_name"] == b_row["table_name"]
         and row["audit_pos"] == b_row["audit_pos"]
@@ -720,34 +780,24 @@ def _record(
     if 0x48 not in parts:
         raise _Bad("no_record_header", "record has no 'H' header token")
     hs, he = parts[0x48]
-    if he - hs < 34:
-        raise _Bad("short_record_header", f"GHDR of {he - hs} bytes is shorter than 34")
+    ghdr_struct = GHDR[order]
+    if he - hs < ghdr_struct.size:
+        raise _Bad(
+            "short_record_header", f"GHDR of {he - hs} bytes is shorter than {ghdr_struct.size}"
+        )
     ghdr = data[hs:he]
-    hdr_ind = chr(ghdr[0])
-    if hdr_ind != "E":
+    header = GHdr._make(ghdr_struct.unpack_from(ghdr))
+    if header.hdr_ind != b"E":
         raise _Bad("invalid_header_indicator", f"invalid header indicator {ghdr[0]:#04x}")
-    rec_length = state.u16.unpack_from(ghdr, 4)[0]
-    io_type, orig_node = ghdr[6], ghdr[7]
-    io_time = struct.unpack_from(order + "q", ghdr, 8)[0]
-    audit_pos = struct.unpack_from(order + "Q", ghdr, 16)[0]
-    audit_rba = state.u32.unpack_from(ghdr, 24)[0]
+    io_type, orig_node, io_time = header.io_type, header.orig_node, header.io_time
+    rec_length = header.rec_length
     row: dict[str, Any] = {
-        "hdr_ind": hdr_ind,
-        "partition": ghdr[1],
-        "undo_flag": ghdr[2],
-        "before_after": chr(ghdr[3]),
-        "rec_length": rec_length,
-        "io_type": io_type,
-        "orig_node": orig_node,
+        **header._asdict(),
+        "hdr_ind": "E",
+        "before_after": header.before_after.decode("latin-1"),
+        "format_type": header.format_type.decode("latin-1"),
         "io_time": julian_to_text(io_time, opts["subsecond_overflow"]) if io_time > 0 else None,
-        "audit_pos": str(audit_pos),
-        "audit_rba": audit_rba,
-        "trans_ind": ghdr[28],
-        "format_type": chr(ghdr[29]),
-        "syskey_len": ghdr[30],
-        "incomplete": ghdr[31],
-        "continued": ghdr[32],
-        "rec_count": ghdr[33],
+        "audit_pos": str(header.audit_pos),
     }
     if io_type in NONSTOP_IO_TYPES:
         raise _Bad(
@@ -766,7 +816,7 @@ def _record(
         row["_segment_data"] = bytes(data[ds:de])
     tokens_map = _ggs_tokens(state, parts.get(0x54))
     _carry(state, row, tokens_map)
-    if io_type == 170:
+    if io_type == IOType.METADATA:
         table = _metadata_record(state, ghdr, ds, de, orig_node)
         row.update(
             table_name=table.name if table else None,
@@ -782,12 +832,12 @@ def _record(
     if table is not None:
         state.used.add(table.name)
     row["tdr_index"] = tdr_index
-    if table is None and io_type in IO_TYPES and io_type not in (160,):
+    if table is None and io_type in IO_TYPES and io_type != IOType.DDL:
         raise _Bad("no_metadata", f"no metadata for table {table_name or f'TDR #{tdr_index}'}")
     _set_table(row, table.name if table else table_name)
     row["column_names"] = [c.name for c in table.columns] if table else None
     row["data"], row["before_data"] = None, None
-    if segment or not images or table is None or 0x44 not in parts or io_type in (100, 160):
+    if segment or not images or table is None or 0x44 not in parts or io_type in NO_ROW_IMAGE:
         return row, None
     _images(state, row, table, ds, de, opts)
     return row, None
@@ -804,7 +854,7 @@ def _images(
     data, io_type = state.data, row["io_type"]
     charset = opts["char_encoding"] or table.char_encoding or "utf-8"
     charset = {"windows-1252": "cp1252"}.get(charset.lower(), charset)
-    if io_type in (134, 135):
+    if io_type in (IOType.UNIFIED_UPDATE, IOType.UNIFIED_PK_UPDATE):
         if de - ds < 4:
             raise _Bad("bad_unified_record", "unified record shorter than its before-image length")
         (before_len,) = state.u32.unpack_from(data, ds)
@@ -815,7 +865,7 @@ def _images(
             )
         row["before_data"] = _image(state, table, ds + 4, ds + 4 + before_len, charset, opts)
         row["data"] = _image(state, table, ds + 4 + before_len, de, charset, opts)
-    elif io_type in (115, 116):
+    elif io_type in (IOType.PK_UPDATE, IOType.PK_UPDATE_ALT):
         if de - ds < 2:
             raise _Bad("bad_pk_update_record", "PK update record shorter than its key length")
         (key_len,) = state.u16.unpack_from(data, ds)
@@ -840,7 +890,7 @@ def _set_table(row: dict[str, Any], name: str | None) -> None:
 
 def _table_reference(ghdr: bytes) -> tuple[str | None, int | None]:
     """Return ``(name, None)`` for a NUL-terminated name at GHDR offset 34, else ``(None, index)``."""
-    return _reference_at(bytes(ghdr[34:]))
+    return _reference_at(bytes(ghdr[GHDR[">"].size :]))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -879,7 +929,7 @@ def _ggs_tokens(state: _Trail, span: tuple[int, int] | None) -> dict[str, str]:
 
 def _carry(state: _Trail, row: dict[str, Any], tokens: Mapping[str, str]) -> None:
     """Set the record's tokens and the transaction's carried ``6``/``L`` tokens."""
-    if row["trans_ind"] in (0, 3):
+    if row["trans_ind"] in (TransInd.FIRST, TransInd.ONLY):
         state.tran_id = state.log_csn = None
     if "6" in tokens:
         state.tran_id = tokens["6"]
@@ -904,7 +954,8 @@ def _metadata_record(
     name, _ = _table_reference(ghdr)
     if not name:
         raise _Bad("bad_metadata_record", "TDR without a table name")
-    tdr_index = int.from_bytes(ghdr[26:28], "big" if state.order == ">" else "little")
+    structs, offset = GHDR_TDR_INDEX
+    tdr_index = structs[state.order].unpack_from(ghdr, offset)[0]
     data, order = state.data, state.order
     try:
         (outer,) = [t for t in _tokens(data, ds, de, order) if t[0] == 0x30]
