@@ -32,10 +32,11 @@ vectors in tests/test_linkexpress_extract.py follow the formats page's worked ex
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import fnmatch
 import re
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,15 +79,22 @@ OPTIONS: dict[str, tuple[Any, tuple[Any, ...] | None]] = {
 DEFAULT_OPTIONS: dict[str, Any] = {name: spec[0] for name, spec in OPTIONS.items()}
 #: Accepted values of every option (``OPTIONS``); ``None`` takes any value of its kind.
 
-OP_FULL, OP_INSERT, OP_UPDATE, OP_DELETE, OP_EMPTY, OP_COMMIT = 0, 1, 2, 3, 0xFFFF, 0x8000
-OPERATIONS = {
-    OP_FULL: "FULL_EXTRACT",
-    OP_INSERT: "INSERT",
-    OP_UPDATE: "UPDATE",
-    OP_DELETE: "DELETE",
-    OP_EMPTY: "EMPTY_FULL_EXTRACT",
-    OP_COMMIT: "COMMIT",
-}
+
+class Operation(enum.IntEnum):
+    """The operation field of a record (差分反映操作, formats/linkexpress_extract.md, *Fields*)."""
+
+    FULL_EXTRACT = 0x0000
+    INSERT = 0x0001
+    UPDATE = 0x0002
+    DELETE = 0x0003
+    EMPTY_FULL_EXTRACT = 0xFFFF  # a full extract of a table with no rows: no items
+    COMMIT = 0x8000  # group unit only
+
+
+#: The operation codes and their names (``operation_name`` of the raw rows).
+OPERATIONS = {op.value: op.name for op in Operation}
+#: The operations that carry the table's items.
+ROW_OPERATIONS = (Operation.FULL_EXTRACT, Operation.INSERT, Operation.UPDATE, Operation.DELETE)
 #: OUTCODE → (codec of CHAR items, codec of NCHAR items; ``utf-16`` takes the byte order).
 OUTCODES = {"unicode": ("utf-8", "utf-16"), "euc": ("euc_jp", "euc_jp"), "sjis": ("cp932", "cp932")}
 _TABLE_FOLDER_RE = re.compile(r"^([^./]+)\.([^./]+)$")
@@ -438,38 +446,43 @@ class _Reader:
             raise _Bad("layout_mismatch", f"record ends inside {item.name}")
         if is_null:
             return None, pos
+        reader = _READERS.get(kind)
+        if reader is None:  # item_layout lays out no other kind
+            raise _Bad("bad_value", f"{item.name}: type {kind} unsupported")
         try:
-            if kind in ("CHAR", "NCHAR"):
-                return (kind, data[start:pos]), pos
-            if kind == "SMALLINT":
-                return str(self.h.unpack_from(data, start)[0]), pos
-            if kind == "INTEGER":
-                return str(self.i.unpack_from(data, start)[0]), pos
-            if kind == "BIGINT":
-                return str(self.q.unpack_from(data, start)[0]), pos
-            if kind == "DECIMAL":
-                return packed_decimal(data[start:pos].hex(), item.scale), pos
-            if kind == "NUMERIC":
-                return zoned_text(data[start:pos], item.scale, self.zoned_sign), pos
-            if kind == "REAL":
-                return repr(float(self.f.unpack_from(data, start)[0])), pos
-            if kind == "DOUBLE":
-                return repr(self.d.unpack_from(data, start)[0]), pos
-            if kind in ("DATE", "TIMESTAMP"):
-                year = self.h.unpack_from(data, start)[0]
-                text = _date_text(year, data[start + 2], data[start + 3])
-                if kind == "TIMESTAMP":
-                    text += " " + _time_text(data[start + 4], data[start + 5], data[start + 6])
-                    if any(data[start + 7 : pos]):
-                        raise ValueError("the 4-byte filler after the timestamp is not zero")
-                return text, pos
-            if kind == "TIME":
-                return _time_text(data[start], data[start + 1], data[start + 2]), pos
-            if kind == "INTERVAL":
-                return interval_text(data[start:pos], item.fields, self.layout.order), pos
+            return reader(self, item, data[start:pos]), pos
         except ValueError as exc:
             raise _Bad("bad_value", f"{item.name}: {exc}") from exc
-        raise _Bad("bad_value", f"{item.name}: type {kind} unsupported")  # pragma: no cover
+
+
+def _date_item(reader: _Reader, item: Item, raw: bytes) -> str:
+    return _date_text(reader.h.unpack_from(raw)[0], raw[2], raw[3])
+
+
+def _timestamp_item(reader: _Reader, item: Item, raw: bytes) -> str:
+    if any(raw[7:]):
+        raise ValueError("the 4-byte filler after the timestamp is not zero")
+    return _date_item(reader, item, raw) + " " + _time_text(raw[4], raw[5], raw[6])
+
+
+#: How a fixed-size item's bytes become its raw value, by item kind (formats/linkexpress_extract.md,
+#: *Data items*): text items stay ``(kind, bytes)`` until the OUTCODE is known, the others
+#: become canonical text. Each raises ValueError for bytes its type cannot hold.
+_READERS: dict[str, Callable[[_Reader, Item, bytes], Any]] = {
+    "CHAR": lambda r, item, raw: ("CHAR", raw),
+    "NCHAR": lambda r, item, raw: ("NCHAR", raw),
+    "SMALLINT": lambda r, item, raw: str(r.h.unpack(raw)[0]),
+    "INTEGER": lambda r, item, raw: str(r.i.unpack(raw)[0]),
+    "BIGINT": lambda r, item, raw: str(r.q.unpack(raw)[0]),
+    "DECIMAL": lambda r, item, raw: packed_decimal(raw.hex(), item.scale),
+    "NUMERIC": lambda r, item, raw: zoned_text(raw, item.scale, r.zoned_sign),
+    "REAL": lambda r, item, raw: repr(float(r.f.unpack(raw)[0])),
+    "DOUBLE": lambda r, item, raw: repr(r.d.unpack(raw)[0]),
+    "DATE": _date_item,
+    "TIMESTAMP": _timestamp_item,
+    "TIME": lambda r, item, raw: _time_text(raw[0], raw[1], raw[2]),
+    "INTERVAL": lambda r, item, raw: interval_text(raw, item.fields, r.layout.order),
+}
 
 
 def _record_size(items: Sequence[Item], layout: Layout) -> int:
@@ -548,7 +561,7 @@ class _File:
             cursor = pos + 4
         else:
             fixed = self.fixed_size()
-            if size - pos >= 2 and self.H.unpack_from(data, pos)[0] == OP_EMPTY:
+            if size - pos >= 2 and self.H.unpack_from(data, pos)[0] == Operation.EMPTY_FULL_EXTRACT:
                 end = pos + 2
             elif fixed is None:
                 end = self._unframed_end(pos)
@@ -583,7 +596,7 @@ class _File:
                         )
                 op = H.unpack_from(data, cursor)[0]
                 cursor += 2
-                if op != OP_COMMIT:
+                if op != Operation.COMMIT:
                     raise _Bad("bad_valid_count", f"valid column count 1 with operation {op:04X}")
                 if cursor != end:
                     raise _Bad("layout_mismatch", f"commit record of {end - pos} bytes")
@@ -600,10 +613,10 @@ class _File:
                     )
         op = H.unpack_from(data, cursor)[0]
         cursor += 2
-        if op not in OPERATIONS or op == OP_COMMIT:
-            where = "in a table-unit file" if op == OP_COMMIT else ""
+        if op not in OPERATIONS or op == Operation.COMMIT:
+            where = "in a table-unit file" if op == Operation.COMMIT else ""
             raise _Bad("unknown_operation", f"unknown operation 0x{op:04X} {where}".strip())
-        if letter == "C" and op in (OP_FULL, OP_EMPTY):
+        if letter == "C" and op in (Operation.FULL_EXTRACT, Operation.EMPTY_FULL_EXTRACT):
             raise _Bad("unknown_operation", f"operation 0x{op:04X} in a JNL record")
         reader, items = self.file_reader, self.file_items
         if letter in "DE" and ext_id:
@@ -614,7 +627,7 @@ class _File:
                     f"extraction id {ext_id} is not in the catalog (cdc_tables.csv table_identifier) or extraction_ids",
                 )
             items, reader = entry[1], self.readers[ext_id]
-        if op == OP_EMPTY:
+        if op == Operation.EMPTY_FULL_EXTRACT:
             expected_valid = 2 if letter in "DE" else 1
             if valid is not None and valid != expected_valid:
                 raise _Bad(
@@ -693,7 +706,7 @@ def read_fixed_records(
         return np.ascontiguousarray(rows[:, offset : offset + width]).view(order + dtype).ravel()
 
     op = field(0, 2, "u2")
-    ok = op <= OP_DELETE
+    ok = op <= Operation.DELETE
     columns: list[list[Any]] = []
     offset = 2
     for item in items:
@@ -1041,7 +1054,7 @@ def decode_extract_file(
     if str(opts["outcode"]).lower() == "auto":
         result.warnings.append(f"outcode detected: {outcode}")
     char, nchar = _codecs(outcode, layout.order, opts.get("nchar_encoding"))
-    has_rows = any(r.operation in (OP_FULL, OP_INSERT, OP_UPDATE, OP_DELETE) for r in records)
+    has_rows = any(r.operation in ROW_OPERATIONS for r in records)
     one_table = file_table is not None and (
         not group or all((r.extraction_id or 0) == 0 for r in records)
     )
@@ -1071,7 +1084,7 @@ def decode_extract_file(
                 )
             )
             continue
-        if record.operation == OP_EMPTY and has_rows:
+        if record.operation == Operation.EMPTY_FULL_EXTRACT and has_rows:
             result.rejects.append(
                 Reject.of(
                     data,
@@ -1085,7 +1098,7 @@ def decode_extract_file(
             continue
         rows.append(row)
     if one_table and rows and opts["table_unit_transaction"] == "file":
-        changes = [r for r in rows if r["operation_code"] != OP_COMMIT]
+        changes = [r for r in rows if r["operation_code"] != Operation.COMMIT]
         last = max((r["record_index"] for r in rows), default=0)
         for row in rows:
             row["transaction_id"] = f"{base}:{last:012d}"
@@ -1150,7 +1163,7 @@ def _row(
     schema = table = None
     names: list[str] | None = None
     items = None
-    if op != OP_COMMIT:
+    if op != Operation.COMMIT:
         if record.extraction_id:
             (schema, table), items = tables[record.extraction_id]
         elif file_table is not None:
@@ -1184,7 +1197,7 @@ def _row(
         "operation_name": OPERATIONS[op],
         "source_schema": schema,
         "source_table": table,
-        "is_full_extract": op in (OP_FULL, OP_EMPTY),
+        "is_full_extract": op in (Operation.FULL_EXTRACT, Operation.EMPTY_FULL_EXTRACT),
         "transaction_id": None,
         "is_transaction_end": None,
         "outcode": outcode,

@@ -62,7 +62,9 @@ def truncates_only(result: DecodeResult) -> bool:
     is applied again (applying a truncate twice with no change between changes nothing;
     skipping a real one would keep deleted rows).
     """
-    return bool(result.rows) and all(r["operation_code"] == decoder.OP_EMPTY for r in result.rows)
+    return bool(result.rows) and all(
+        r["operation_code"] == decoder.Operation.EMPTY_FULL_EXTRACT for r in result.rows
+    )
 
 
 def check_options(where: str, options: Mapping[str, Any]) -> None:
