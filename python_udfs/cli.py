@@ -34,10 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from python_udfs.config import (
-    ConfigError,
-    load_project,
-)
+from python_udfs.config import ConfigError, ProjectConfig, load_project
 from python_udfs.demo import demo
 from python_udfs.run import export_roots, run_and_report, stage
 from python_udfs.scaffold import scaffold
@@ -58,8 +55,8 @@ def _parse_vars(text: str | None) -> dict[str, Any]:
     return value
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``cdc`` console script."""
+def _parser() -> argparse.ArgumentParser:
+    """Return the ``cdc`` argument parser: one subcommand per command, with its options."""
     parser = argparse.ArgumentParser(prog="cdc", description=__doc__.split("\n\n")[0])
     parser.add_argument("--project-dir", type=Path, default=Path.cwd(), help="dbt project folder")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -126,6 +123,64 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument(
                 "dbt_args", nargs=argparse.REMAINDER, help="extra dbt build arguments after --"
             )
+    return parser
+
+
+def _stage(config: ProjectConfig, log) -> int:
+    """``cdc stage``: one staging batch (its files are reported as they are decoded)."""
+    stage(config, log=log)
+    return 0
+
+
+def _restage(config: ProjectConfig, args: argparse.Namespace, log) -> int:
+    """``cdc restage``: decode the open rejects again in a new batch (``staging.Stager``)."""
+    from python_udfs.spark import get_spark
+    from python_udfs.staging import Stager
+
+    summary = Stager(get_spark(config.lake_root), config, log).restage(args.feed, args.reason)
+    rows, rejects = sum(summary.rows.values()), sum(summary.rejects.values())
+    log(
+        f"restaged {summary.files_ingested} file(s): {rows} record(s) landed, "
+        f"{rejects} still rejected; `cdc run` applies them"
+    )
+    return 0
+
+
+def _thrift_server(config: ProjectConfig, args: argparse.Namespace, log) -> int:
+    """``cdc thrift-server``: replace this process by a Spark Thrift Server on the lake."""
+    from python_udfs.spark import java_executable, lock_lake, thrift_server_command
+
+    java_executable()  # ConfigError with the fix when there is no Java
+    lock_lake(config.lake_root, inheritable=True)  # held by the server after exec
+    command = thrift_server_command(config.lake_root, args.port, args.host)
+    log(f"Spark Thrift Server on {args.host}:{args.port}, lake {config.lake_root}")
+    os.execv(command[0], command)  # replaces this process; stop it with Ctrl-C
+    return 0  # pragma: no cover
+
+
+def _run_loop(
+    project_dir: Path, config: ProjectConfig, extra: dict[str, Any], args: argparse.Namespace, log
+) -> int:
+    """``cdc run``: one run, or with ``--every`` one after another until ``--runs`` or Ctrl-C.
+
+    Returns 0 when the (last) run succeeded, 1 when its build failed.
+    """
+    runs = 0
+    while True:
+        ok = run_and_report(config, extra, args, log)
+        runs += 1
+        if args.every is None or (args.runs is not None and runs >= args.runs):
+            return 0 if ok else 1
+        log(f"run {runs} {'done' if ok else 'failed'}; next run in {args.every:g} s")
+        time.sleep(args.every)
+        # the catalog seeds and vars may have changed: read them again, as a new
+        # process would (a mistake there stops the loop with its message)
+        config = load_project(project_dir, extra, check_paths=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``cdc`` console script."""
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "run" and args.every is not None and args.every < 0:
         parser.error("--every: give the seconds to wait between runs, 0 or more")
@@ -146,47 +201,16 @@ def main(argv: list[str] | None = None) -> int:
             project_dir, extra, check_paths=args.command in ("stage", "run", "restage")
         )
         export_roots(config)
-        if args.command == "sql":
-            return sql(config, args.query, args.json)
-        if args.command == "thrift-server":
-            from python_udfs.spark import java_executable, lock_lake, thrift_server_command
-
-            java_executable()  # ConfigError with the fix when there is no Java
-            lock_lake(config.lake_root, inheritable=True)  # held by the server after exec
-            command = thrift_server_command(config.lake_root, args.port, args.host)
-            log(f"Spark Thrift Server on {args.host}:{args.port}, lake {config.lake_root}")
-            os.execv(command[0], command)  # replaces this process; stop it with Ctrl-C
-        if args.command == "stage":
-            stage(config, log=log)
-            return 0
-        if args.command == "rejects":
-            return list_rejects(config, args.feed)
-        if args.command == "restage":
-            from python_udfs.spark import get_spark
-            from python_udfs.staging import Stager
-
-            summary = Stager(get_spark(config.lake_root), config, log).restage(
-                args.feed, args.reason
-            )
-            rows, rejects = sum(summary.rows.values()), sum(summary.rejects.values())
-            log(
-                f"restaged {summary.files_ingested} file(s): {rows} record(s) landed, "
-                f"{rejects} still rejected; `cdc run` applies them"
-            )
-            return 0
-        if args.command == "run":
-            runs = 0
-            while True:
-                ok = run_and_report(config, extra, args, log)
-                runs += 1
-                if args.every is None or (args.runs is not None and runs >= args.runs):
-                    return 0 if ok else 1
-                log(f"run {runs} {'done' if ok else 'failed'}; next run in {args.every:g} s")
-                time.sleep(args.every)
-                # the catalog seeds and vars may have changed: read them again, as a new
-                # process would (a mistake there stops the loop with its message)
-                config = load_project(project_dir, extra, check_paths=True)
-        return scaffold(config, log)
+        commands = {
+            "sql": lambda: sql(config, args.query, args.json),
+            "thrift-server": lambda: _thrift_server(config, args, log),
+            "stage": lambda: _stage(config, log),
+            "rejects": lambda: list_rejects(config, args.feed),
+            "restage": lambda: _restage(config, args, log),
+            "run": lambda: _run_loop(project_dir, config, extra, args, log),
+            "scaffold": lambda: scaffold(config, log),
+        }
+        return commands[args.command]()
     except ConfigError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2

@@ -419,28 +419,7 @@ class _Reader:
         """
         kind = item.kind
         if kind in ("VARCHAR", "NVARCHAR"):
-            if pos + 2 > end:
-                raise _Bad("layout_mismatch", f"record ends inside the length of {item.name}")
-            count = self.H.unpack_from(data, pos)[0]
-            unit = 2 if kind == "NVARCHAR" else 1
-            if is_null and padded:  # a padded NULL item keeps its size; its bytes are skipped
-                count = 0
-            if item.length_in_bytes:  # the count is bytes of 2-byte characters
-                if count % 2:
-                    raise _Bad("bad_length", f"{item.name}: odd byte length of NCHAR VARYING")
-                count //= 2
-            if count > item.n:
-                raise _Bad(
-                    "bad_length", f"{item.name}: valid length {count} exceeds the declared {item.n}"
-                )
-            size = unit * (item.n if padded else count)
-            start = pos + 2
-            pos = start + size
-            if pos > end:
-                raise _Bad("layout_mismatch", f"record ends inside {item.name}")
-            if is_null:
-                return None, pos
-            return (kind, data[start : start + unit * count]), pos
+            return self._read_varchar(item, data, pos, end, padded, is_null)
         start, pos = pos, pos + size
         if pos > end:
             raise _Bad("layout_mismatch", f"record ends inside {item.name}")
@@ -453,6 +432,37 @@ class _Reader:
             return reader(self, item, data[start:pos]), pos
         except ValueError as exc:
             raise _Bad("bad_value", f"{item.name}: {exc}") from exc
+
+    def _read_varchar(
+        self, item: Item, data: bytes, pos: int, end: int, padded: bool, is_null: bool
+    ) -> tuple[Any, int]:
+        """Read a VARCHAR or NCHAR VARYING item at ``pos``.
+
+        Its valid length (a SMALLINT), then its text, padded to the declared length when
+        ``padded``. Returns the raw value and the position after it; raises _Bad for a length
+        the declaration cannot hold.
+        """
+        if pos + 2 > end:
+            raise _Bad("layout_mismatch", f"record ends inside the length of {item.name}")
+        count = self.H.unpack_from(data, pos)[0]
+        unit = 2 if item.kind == "NVARCHAR" else 1
+        if is_null and padded:  # a padded NULL item keeps its size; its bytes are skipped
+            count = 0
+        if item.length_in_bytes:  # the count is bytes of 2-byte characters
+            if count % 2:
+                raise _Bad("bad_length", f"{item.name}: odd byte length of NCHAR VARYING")
+            count //= 2
+        if count > item.n:
+            raise _Bad(
+                "bad_length", f"{item.name}: valid length {count} exceeds the declared {item.n}"
+            )
+        start = pos + 2
+        pos = start + unit * (item.n if padded else count)
+        if pos > end:
+            raise _Bad("layout_mismatch", f"record ends inside {item.name}")
+        if is_null:
+            return None, pos
+        return (item.kind, data[start : start + unit * count]), pos
 
 
 def _date_item(reader: _Reader, item: Item, raw: bytes) -> str:

@@ -120,23 +120,31 @@ def _check_interval_layout(where: str, layouts: Any) -> None:
     for name, fields in layouts.items():
         if not str(name).upper().startswith("INTERVAL"):
             raise fault(f"{name!r} is not an INTERVAL type")
-        if not isinstance(fields, list | tuple) or not fields:
-            raise fault(f"{name}: {fields!r} is not a list of [field, bytes]")
-        names = []
-        for entry in fields:
-            if not isinstance(entry, list | tuple) or len(entry) != 2:
-                raise fault(f"{name}: {entry!r} is not [field, bytes]")
-            field, size = str(entry[0]).upper(), entry[1]
-            if field not in decoder.INTERVAL_FIELDS:
-                raise fault(f"{name}: unknown field {entry[0]!r}")
-            if size not in ((1,) if field == "SIGN" else (1, 2, 4, 8)):
-                raise fault(f"{name}: {field} cannot take {size!r} bytes")
-            names.append(field)
-        values = set(names) - {"SIGN"}
-        if not values or len(names) != len(set(names)):
-            raise fault(f"{name}: each field once, and at least one that is not SIGN")
-        if values & _YEAR_MONTH and values - _YEAR_MONTH:
-            raise fault(f"{name}: year-month and day-time fields do not mix")
+        problem = _interval_fields_problem(fields)
+        if problem:
+            raise fault(f"{name}: {problem}")
+
+
+def _interval_fields_problem(fields: Any) -> str | None:
+    """Return what is wrong with one INTERVAL type's ``[field, bytes]`` list, or None."""
+    if not isinstance(fields, list | tuple) or not fields:
+        return f"{fields!r} is not a list of [field, bytes]"
+    names = []
+    for entry in fields:
+        if not isinstance(entry, list | tuple) or len(entry) != 2:
+            return f"{entry!r} is not [field, bytes]"
+        field, size = str(entry[0]).upper(), entry[1]
+        if field not in decoder.INTERVAL_FIELDS:
+            return f"unknown field {entry[0]!r}"
+        if size not in ((1,) if field == "SIGN" else (1, 2, 4, 8)):
+            return f"{field} cannot take {size!r} bytes"
+        names.append(field)
+    values = set(names) - {"SIGN"}
+    if not values or len(names) != len(set(names)):
+        return "each field once, and at least one that is not SIGN"
+    if values & _YEAR_MONTH and values - _YEAR_MONTH:
+        return "year-month and day-time fields do not mix"
+    return None
 
 
 def decode(content: bytes, file: FileToDecode) -> DecodeResult:
