@@ -227,7 +227,7 @@ QLIK_INTEGER_TYPES = frozenset(_INTEGER_TYPES)
 QLIK_STRING_TYPES = frozenset(_STRING_TYPES)
 
 
-def canonical_qlik_value(
+def canonical_qlik_value(  # noqa: C901
     value: object, qlik_type: str, scale: int = 0, overflow: str = "truncate"
 ) -> str | None:
     """Render one column value of a Qlik Replicate type as canonical text.

@@ -138,7 +138,7 @@ def _root(value: str, env: str, project_dir: Path) -> Path:
     return (path if path.is_absolute() else project_dir / path).resolve()
 
 
-def load_project(
+def load_project(  # noqa: C901
     project_dir: Path, extra_vars: Mapping[str, Any] | None = None, check_paths: bool = True
 ) -> ProjectConfig:
     """Read ``dbt_project.yml`` and the catalog seeds of ``project_dir`` and validate them.

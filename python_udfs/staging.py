@@ -247,7 +247,7 @@ def decode_candidate(
     )
 
 
-def file_outputs(
+def file_outputs(  # noqa: C901, PLR0915
     candidate: Mapping[str, Any],
     content: bytes | Gunzipped,
     context: Mapping[str, Any],

@@ -422,7 +422,7 @@ def seqno_from_name(file_name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def decode_trail_file(
+def decode_trail_file(  # noqa: C901, PLR0915
     data: bytes,
     *,
     file_name: str,
@@ -759,7 +759,7 @@ def _resync(state: _Trail, pos: int) -> int:
             pos += 1
 
 
-def _record(
+def _record(  # noqa: C901
     state: _Trail, start: int, end: int, opts, images: bool = True
 ) -> tuple[dict[str, Any], GGTable | None]:
     """Decode one framed ``G`` record; raises :class:`_Bad` for a record to reject.
@@ -1054,7 +1054,7 @@ def _image(
 _INT_FORMATS = {130: ">h", 131: ">H", 132: ">i", 133: ">I", 134: ">q", 135: ">Q"}
 
 
-def column_value(column: GGColumn, payload: bytes, charset: str, opts: Mapping[str, Any]) -> str:
+def column_value(column: GGColumn, payload: bytes, charset: str, opts: Mapping[str, Any]) -> str:  # noqa: C901
     """Render one column payload (after the null indicator) as canonical text.
 
     Types (formats/goldengate_trail.md, *Values*): 0/1 fixed CHAR; 64/65 VARCHAR (u16 length;

@@ -349,7 +349,7 @@ class _Parser:
                 return tuple(conds)
             self.keyword("AND")
 
-    def statement(self) -> Statement:
+    def statement(self) -> Statement:  # noqa: C901
         token = self.peek()
         if token is None:
             raise HiRDBError("unparsable_sql", "unparsable SQL: no statement after the stamp")
@@ -471,7 +471,7 @@ def _base_type(source_type: str) -> str:
     return re.sub(r"\s*\(.*$", "", source_type.strip().upper())
 
 
-def typed_value(
+def typed_value(  # noqa: C901
     literal: Literal, column: MetadataColumn | None, encoding: str, hex_fallback: str
 ) -> str | None:
     """Return the canonical text of one literal, or raise ValueError.
@@ -585,7 +585,7 @@ def stream_of(file_name: str) -> str:
     return base.split(".", 1)[0]
 
 
-def decode_update_sql_file(
+def decode_update_sql_file(  # noqa: C901, PLR0915
     data: bytes,
     *,
     file_name: str,
@@ -825,7 +825,7 @@ def _is_commit(text: str) -> bool:
         return False
 
 
-def _line_row(
+def _line_row(  # noqa: C901
     text: str,
     tables: Mapping[tuple[str, str], tuple[Mapping[str, MetadataColumn], set[str]]] | None,
     encoding: str,

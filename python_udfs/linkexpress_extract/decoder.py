@@ -588,7 +588,7 @@ class _File:
         except (struct.error, IndexError) as exc:
             raise _Framing("layout_mismatch", f"record does not parse: {exc}", end) from exc
 
-    def _fields(self, pos: int, cursor: int, end: int, length: int | None) -> ParsedRecord:
+    def _fields(self, pos: int, cursor: int, end: int, length: int | None) -> ParsedRecord:  # noqa: C901
         data, layout, H = self.data, self.layout, self.H
         letter = layout.letter
         valid = ext_id = None
@@ -696,7 +696,7 @@ _INT_DTYPES = {"SMALLINT": "i2", "INTEGER": "i4", "BIGINT": "i8"}
 _FLOAT_DTYPES = {"REAL": "f4", "DOUBLE": "f8"}
 
 
-def read_fixed_records(
+def read_fixed_records(  # noqa: C901, PLR0915
     data: bytes, size: int, layout: Layout, items: Sequence[Item], zoned_sign: str
 ) -> list[ParsedRecord | None]:
     """Read the whole records of a fixed-length (NORMAL A/B) file column by column with numpy.
@@ -925,7 +925,7 @@ def choose_outcode(records: Sequence[ParsedRecord], opts: Mapping[str, Any], ord
     return best
 
 
-def decode_extract_file(
+def decode_extract_file(  # noqa: C901, PLR0915
     data: bytes,
     *,
     file_name: str,

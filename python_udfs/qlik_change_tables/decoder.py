@@ -336,7 +336,7 @@ def decode_change_table_file(
     return result
 
 
-def _decode_file(
+def _decode_file(  # noqa: C901, PLR0915
     data: bytes,
     *,
     file_name: str,
@@ -563,7 +563,7 @@ def _record_to_row(fields, layout: _Layout, opts, dialect: CsvDialect):
     return _values_to_row(texts, layout, opts)
 
 
-def _values_to_row(values: list[Any], layout: _Layout, opts):
+def _values_to_row(values: list[Any], layout: _Layout, opts):  # noqa: C901
     """Validate header values and render data values; shared by CSV and Parquet."""
     row: dict[str, Any] = {f"header__{h}": None for h in HEADER_FIELDS}
     for name, pos in layout.header_positions.items():

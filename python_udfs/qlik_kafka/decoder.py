@@ -290,7 +290,7 @@ def stream_of(file_name: str) -> tuple[str, int, int] | None:
     return match.group("topic"), int(match.group("partition")), int(match.group("offset"))
 
 
-def _frames(
+def _frames(  # noqa: C901
     data: bytes, file_name: str, start: int, start_index: int, final: bool
 ) -> Iterator[tuple[int, int, int, bytes | None, str | None]]:
     """Yield ``(offset, end, record_index, value, error)`` for each framed value.
@@ -517,7 +517,7 @@ def _open_envelope(
     return kind, envelope, message
 
 
-def _open_any(value: bytes, is_json: bool, envelope_mode: str) -> tuple[str, dict | None, Any]:
+def _open_any(value: bytes, is_json: bool, envelope_mode: str) -> tuple[str, dict | None, Any]:  # noqa: C901
     """:func:`_open_envelope` before its ``required`` check."""
     stripped = value.lstrip()
     if is_json or stripped[:1] == b"{":
@@ -723,7 +723,7 @@ def _is_json_dump(file_name: str) -> bool:
     return file_name.lower().removesuffix(".gz").endswith((".jsonl", ".json"))
 
 
-def _decode_value(value, topic, catalog, registry, opts, result, offset, index, is_json):
+def _decode_value(value, topic, catalog, registry, opts, result, offset, index, is_json):  # noqa: C901
     """Decode one message value; returns a raw row, None for MD, or raises :class:`_Bad`."""
     if isinstance(value, tuple):  # datum of an Avro container: a plain DataRecord
         meta = _table_for_topic(topic, catalog, opts)
@@ -833,7 +833,7 @@ def _table_for_topic(topic, catalog, opts) -> TableMeta | None:
     return catalog.by_table.get((schema, table)) or TableMeta(schema, table, None, [])
 
 
-def _data_row(message, meta: TableMeta | None, fmt, schema_id, opts) -> dict[str, Any]:
+def _data_row(message, meta: TableMeta | None, fmt, schema_id, opts) -> dict[str, Any]:  # noqa: C901
     """Build the raw row of one data message, validating masks and values."""
     if not isinstance(message, Mapping):
         raise _Bad("bad_message", "data message is not an object")
