@@ -27,7 +27,7 @@ import enum
 import functools
 import re
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, NamedTuple
@@ -1053,66 +1053,106 @@ def _image(
 
 _INT_FORMATS = {130: ">h", 131: ">H", 132: ">i", 133: ">I", 134: ">q", 135: ">Q"}
 
+#: A column reader: ``(column, payload, charset, opts) -> canonical text``.
+_ColumnReader = Callable[[GGColumn, bytes, str, Mapping[str, Any]], str]
 
-def column_value(column: GGColumn, payload: bytes, charset: str, opts: Mapping[str, Any]) -> str:  # noqa: C901
+
+def _overflow(opts: Mapping[str, Any]) -> str:
+    return opts.get("subsecond_overflow", "truncate")
+
+
+def _varchar_value(column: GGColumn, payload: bytes, charset: str, opts: Mapping[str, Any]) -> str:
+    """Read 64/65 VARCHAR and 191 DATETIME as text: a u16 length, then the body.
+
+    A VARCHAR's sub-type says what the body is (2/3/27/37 number text, 4 binary, 1 UTF-16BE).
+    """
+    if len(payload) < 2:
+        raise ValueError("VARCHAR payload without its length")
+    length = int.from_bytes(payload[:2], "big")
+    if length > len(payload) - 2:
+        raise ValueError(f"VARCHAR length {length} > {len(payload) - 2} bytes")
+    body = payload[2 : 2 + length]
+    if column.data_type == 191:
+        return _datetime(column, body.decode("ascii"), _overflow(opts), opts)
+    if column.sub_type in (2, 3, 27, 37):
+        return _number_text(body.decode("ascii"), opts)
+    if column.sub_type == 4:
+        return body.hex().upper()
+    if column.sub_type == 1:
+        return body.decode("utf-16-be")
+    return body.decode(charset)
+
+
+def _integer_value(column: GGColumn, payload: bytes, charset: str, opts: Mapping[str, Any]) -> str:
+    """Read 130–135 integers, scaled by the column's scale.
+
+    Big-endian, or little-endian when ``opts["column_int_order"]`` is ``"<"``.
+    """
+    fmt = _INT_FORMATS[column.data_type]
+    if opts.get("column_int_order") == "<":
+        fmt = "<" + fmt[1:]
+    if len(payload) != struct.calcsize(fmt):
+        raise ValueError(f"{len(payload)} bytes for a {struct.calcsize(fmt)}-byte integer")
+    (value,) = struct.unpack(fmt, payload)
+    if column.scale == 0:  # what canonical_decimal makes of it, without a Decimal
+        return str(value)
+    if column.scale > 0:
+        return scaled_digits(str(abs(value)), value < 0, column.scale)
+    return canonical_decimal(Decimal(value).scaleb(-column.scale), column.scale)
+
+
+def _float_value(column: GGColumn, payload: bytes, charset: str, opts: Mapping[str, Any]) -> str:
+    """140/142 (4 bytes) and 141/143 (8 bytes) IEEE floats, big-endian."""
+    if len(payload) not in (4, 8):
+        raise ValueError(f"{len(payload)} bytes for a float")
+    (value,) = struct.unpack(">f" if len(payload) == 4 else ">d", payload)
+    return repr(float(value))
+
+
+def _ascii_decimal_value(
+    column: GGColumn, payload: bytes, charset: str, opts: Mapping[str, Any]
+) -> str:
+    """150–154 ASCII decimals, the sign unsigned / leading / trailing (:func:`_sign_text`)."""
+    text = _sign_text(column.data_type, payload)
+    return canonical_decimal(Decimal(text).scaleb(-column.scale), column.scale)
+
+
+#: The reader of each GoldenGate data type code (formats/goldengate_trail.md, *Values*).
+_COLUMN_READERS: dict[int, _ColumnReader] = {
+    0: lambda column, payload, charset, opts: payload.decode(charset),  # fixed CHAR
+    1: lambda column, payload, charset, opts: payload.decode(charset),
+    64: _varchar_value,
+    65: _varchar_value,
+    191: _varchar_value,
+    **dict.fromkeys(_INT_FORMATS, _integer_value),
+    **dict.fromkeys((140, 141, 142, 143), _float_value),
+    **dict.fromkeys((150, 151, 152, 153, 154), _ascii_decimal_value),
+    189: lambda column, payload, charset, opts: packed_decimal(payload.hex(), column.scale),
+    192: lambda column, payload, charset, opts: _datetime(
+        column, payload.decode("ascii"), _overflow(opts), opts
+    ),
+    **dict.fromkeys(  # interval literals
+        range(195, 213), lambda column, payload, charset, opts: payload.decode("ascii").strip()
+    ),
+}
+
+
+def column_value(column: GGColumn, payload: bytes, charset: str, opts: Mapping[str, Any]) -> str:
     """Render one column payload (after the null indicator) as canonical text.
 
-    Types (formats/goldengate_trail.md, *Values*): 0/1 fixed CHAR; 64/65 VARCHAR (u16 length;
-    sub-type 2/3 number text, 4 binary, 1 UTF-16BE); 130–135 integers (big-endian, or
-    little-endian when ``opts["column_int_order"]`` is ``"<"``: option
-    ``column_int_byte_order: metadata`` of a little-endian trail) scaled by
+    Types (formats/goldengate_trail.md, *Values*), one reader each (:data:`_COLUMN_READERS`):
+    0/1 fixed CHAR; 64/65 VARCHAR (u16 length; sub-type 2/3 number text, 4 binary, 1
+    UTF-16BE); 130–135 integers (big-endian, or little-endian when ``opts["column_int_order"]``
+    is ``"<"``: option ``column_int_byte_order: metadata`` of a little-endian trail) scaled by
     ``scale``; 140/142 (4 bytes) and 141/143 (8 bytes) IEEE floats; 150–154 ASCII decimals with
     the sign unsigned / leading / trailing (separate or embedded); 189 packed decimal; 191/192
     DATETIME by MSDT/LSDT; 195–212 interval literals. Raises ValueError for a payload that does
-    not fit its type.
+    not fit its type, or a type code no reader knows.
     """
-    kind, overflow = column.data_type, opts.get("subsecond_overflow", "truncate")
-    if kind in (0, 1):
-        return payload.decode(charset)
-    if kind in (64, 65, 191):
-        if len(payload) < 2:
-            raise ValueError("VARCHAR payload without its length")
-        length = int.from_bytes(payload[:2], "big")
-        if length > len(payload) - 2:
-            raise ValueError(f"VARCHAR length {length} > {len(payload) - 2} bytes")
-        body = payload[2 : 2 + length]
-        if kind == 191:
-            return _datetime(column, body.decode("ascii"), overflow, opts)
-        if column.sub_type in (2, 3, 27, 37):
-            return _number_text(body.decode("ascii"), opts)
-        if column.sub_type == 4:
-            return body.hex().upper()
-        if column.sub_type == 1:
-            return body.decode("utf-16-be")
-        return body.decode(charset)
-    if kind in _INT_FORMATS:
-        fmt = _INT_FORMATS[kind]
-        if opts.get("column_int_order") == "<":
-            fmt = "<" + fmt[1:]
-        if len(payload) != struct.calcsize(fmt):
-            raise ValueError(f"{len(payload)} bytes for a {struct.calcsize(fmt)}-byte integer")
-        (value,) = struct.unpack(fmt, payload)
-        if column.scale == 0:  # what canonical_decimal makes of it, without a Decimal
-            return str(value)
-        if column.scale > 0:
-            return scaled_digits(str(abs(value)), value < 0, column.scale)
-        return canonical_decimal(Decimal(value).scaleb(-column.scale), column.scale)
-    if kind in (140, 141, 142, 143):
-        if len(payload) not in (4, 8):
-            raise ValueError(f"{len(payload)} bytes for a float")
-        (value,) = struct.unpack(">f" if len(payload) == 4 else ">d", payload)
-        return repr(float(value))
-    if kind in (150, 151, 152, 153, 154):
-        return canonical_decimal(
-            Decimal(_sign_text(kind, payload)).scaleb(-column.scale), column.scale
-        )
-    if kind == 189:
-        return packed_decimal(payload.hex(), column.scale)
-    if kind == 192:
-        return _datetime(column, payload.decode("ascii"), overflow, opts)
-    if 195 <= kind <= 212:
-        return payload.decode("ascii").strip()
-    raise ValueError(f"unsupported GoldenGate data type {kind}")
+    reader = _COLUMN_READERS.get(column.data_type)
+    if reader is None:
+        raise ValueError(f"unsupported GoldenGate data type {column.data_type}")
+    return reader(column, payload, charset, opts)
 
 
 def _number_text(text: str, opts: Mapping[str, Any]) -> str:
