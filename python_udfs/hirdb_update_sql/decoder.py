@@ -471,70 +471,104 @@ def _base_type(source_type: str) -> str:
     return re.sub(r"\s*\(.*$", "", source_type.strip().upper())
 
 
-def typed_value(  # noqa: C901
+def _shape_typed(literal: Literal) -> str:
+    """Type a literal of a column the catalog lacks by its shape.
+
+    Integers and floats become canonical, other numbers and text stay as written (``X'…'``
+    stays uppercase hex).
+    """
+    text = literal.text
+    if literal.kind != "number":
+        return text
+    if re.fullmatch(r"[+-]?\d+", text):
+        return canonical_integer(text)
+    return canonical_float(text) if "e" in text.lower() else text
+
+
+def _expect(literal: Literal, kind: str, *kinds: str) -> None:
+    if literal.kind not in kinds:
+        raise ValueError(f"{literal.kind} literal for {kind}")
+
+
+def _integer_literal(literal, column, kind, encoding, hex_fallback) -> str:
+    _expect(literal, kind, "number")
+    return canonical_integer(literal.text)
+
+
+def _decimal_literal(literal, column, kind, encoding, hex_fallback) -> str:
+    if literal.kind == "hex":
+        if hex_fallback == "decode_packed":
+            return packed_decimal(literal.text, column.scale or 0)
+        raise ValueError("DECIMAL written in hex form (HiRDB could not convert the packed value)")
+    if literal.kind != "number" or "e" in literal.text.lower():
+        raise ValueError(f"{literal.kind} literal {literal.text!r} for {kind}")
+    return canonical_decimal(literal.text, column.scale or 0)
+
+
+def _float_literal(literal, column, kind, encoding, hex_fallback) -> str:
+    _expect(literal, kind, "number")
+    return canonical_float(literal.text)
+
+
+def _interval_literal(literal, column, kind, encoding, hex_fallback) -> str:
+    if literal.kind != "number" or not re.fullmatch(r"[+-]?\d+\.", literal.text):
+        raise ValueError(f"{literal.text!r} is not an interval literal (+digits.)")
+    return literal.text
+
+
+def _text_literal(literal, column, kind, encoding, hex_fallback) -> str:
+    if literal.kind == "hex":
+        return bytes.fromhex(literal.text).decode(encoding)
+    _expect(literal, kind, "string", "mchar", "nchar")
+    return literal.text
+
+
+def _datetime_literal(literal, column, kind, encoding, hex_fallback) -> str:
+    if literal.kind == "hex":
+        raise ValueError(f"{kind} written in hex form (HiRDB could not convert the packed value)")
+    _expect(literal, kind, "string")
+    if kind == "DATE":
+        return canonical_date(literal.text)
+    if kind == "TIME":
+        return canonical_time(literal.text)
+    return canonical_timestamp(literal.text.replace("T", " "))
+
+
+def _placeholder_literal(literal, column, kind, encoding, hex_fallback) -> str:
+    raise ValueError(f"{kind} column with a value instead of its placeholder")
+
+
+#: How a literal of each catalog base type becomes canonical text (formats/hirdb_update_sql.md,
+#: *Values*): ``(literal, column, base type, encoding, hex_fallback) -> text``; a type not
+#: listed keeps the literal's text.
+_TYPED_LITERALS = {
+    **dict.fromkeys(_INTEGER_TYPES, _integer_literal),
+    **dict.fromkeys(_DECIMAL_TYPES, _decimal_literal),
+    **dict.fromkeys(_FLOAT_TYPES, _float_literal),
+    **dict.fromkeys(_INTERVAL_TYPES, _interval_literal),
+    **dict.fromkeys(_TEXT_TYPES, _text_literal),
+    **dict.fromkeys(("DATE", "TIME", "TIMESTAMP"), _datetime_literal),
+    **dict.fromkeys(_PLACEHOLDER_TYPES, _placeholder_literal),
+}
+
+
+def typed_value(
     literal: Literal, column: MetadataColumn | None, encoding: str, hex_fallback: str
 ) -> str | None:
     """Return the canonical text of one literal, or raise ValueError.
 
     With a catalog ``column`` the literal must suit its ``source_type`` (formats/
-    hirdb_update_sql.md, *Values*); without one the literal's shape decides. The caller handles
-    placeholders (absent) before calling. ``encoding`` decodes ``X'…'`` character values.
+    hirdb_update_sql.md, *Values*; one function per type family, :data:`_TYPED_LITERALS`);
+    without one the literal's shape decides. The caller handles placeholders (absent) before
+    calling. ``encoding`` decodes ``X'…'`` character values.
     """
     if literal.kind == "null":
         return None
-    kind = _base_type(column.source_type) if column is not None else None
-    if kind is None:  # literal-shape typing
-        if literal.kind == "number":
-            text = literal.text
-            if re.fullmatch(r"[+-]?\d+", text):
-                return canonical_integer(text)
-            if "e" in text.lower():
-                return canonical_float(text)
-            return text
-        return literal.text  # text as written; X'…' stays uppercase hex
-    if kind in _INTEGER_TYPES:
-        if literal.kind != "number":
-            raise ValueError(f"{literal.kind} literal for {kind}")
-        return canonical_integer(literal.text)
-    if kind in _DECIMAL_TYPES:
-        if literal.kind == "hex":
-            if hex_fallback == "decode_packed":
-                return packed_decimal(literal.text, column.scale or 0)
-            raise ValueError(
-                "DECIMAL written in hex form (HiRDB could not convert the packed value)"
-            )
-        if literal.kind != "number" or "e" in literal.text.lower():
-            raise ValueError(f"{literal.kind} literal {literal.text!r} for {kind}")
-        return canonical_decimal(literal.text, column.scale or 0)
-    if kind in _FLOAT_TYPES:
-        if literal.kind != "number":
-            raise ValueError(f"{literal.kind} literal for {kind}")
-        return canonical_float(literal.text)
-    if kind in _INTERVAL_TYPES:
-        if literal.kind != "number" or not re.fullmatch(r"[+-]?\d+\.", literal.text):
-            raise ValueError(f"{literal.text!r} is not an interval literal (+digits.)")
-        return literal.text
-    if kind in _TEXT_TYPES:
-        if literal.kind == "hex":
-            return bytes.fromhex(literal.text).decode(encoding)
-        if literal.kind not in ("string", "mchar", "nchar"):
-            raise ValueError(f"{literal.kind} literal for {kind}")
-        return literal.text
-    if kind in ("DATE", "TIME", "TIMESTAMP"):
-        if literal.kind == "hex":
-            raise ValueError(
-                f"{kind} written in hex form (HiRDB could not convert the packed value)"
-            )
-        if literal.kind != "string":
-            raise ValueError(f"{literal.kind} literal for {kind}")
-        if kind == "DATE":
-            return canonical_date(literal.text)
-        if kind == "TIME":
-            return canonical_time(literal.text)
-        return canonical_timestamp(literal.text.replace("T", " "))
-    if kind in _PLACEHOLDER_TYPES:
-        raise ValueError(f"{kind} column with a value instead of its placeholder")
-    return literal.text
+    if column is None:
+        return _shape_typed(literal)
+    kind = _base_type(column.source_type)
+    typed = _TYPED_LITERALS.get(kind)
+    return literal.text if typed is None else typed(literal, column, kind, encoding, hex_fallback)
 
 
 def choose_encoding(lines: Sequence[bytes], option: str) -> tuple[str, list[str]]:
