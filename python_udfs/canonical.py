@@ -227,7 +227,70 @@ QLIK_INTEGER_TYPES = frozenset(_INTEGER_TYPES)
 QLIK_STRING_TYPES = frozenset(_STRING_TYPES)
 
 
-def canonical_qlik_value(  # noqa: C901
+def _qlik_integer(value: object, scale: int, overflow: str) -> str:
+    if isinstance(value, Decimal | bytes):
+        value = int(value) if isinstance(value, Decimal) else value.decode("ascii")
+    return canonical_integer(value)
+
+
+def _qlik_binary(value: object, scale: int, overflow: str) -> str:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex().upper()
+    text = str(value).strip()
+    if text[:2].lower() == "0x":
+        text = text[2:]
+    if not _HEX_RE.fullmatch(text) or len(text) % 2:
+        raise ValueError(f"{text!r} is not hex")
+    return text.upper()
+
+
+def _qlik_date(value: object, scale: int, overflow: str) -> str:
+    if isinstance(value, int):  # Avro "date": days since 1970-01-01
+        return (EPOCH.date() + dt.timedelta(days=value)).isoformat()
+    return canonical_date(value)
+
+
+def _qlik_time(value: object, scale: int, overflow: str) -> str:
+    if isinstance(value, int):  # Avro "time-millis"
+        return canonical_time((EPOCH + dt.timedelta(milliseconds=value)).time(), overflow)
+    return canonical_time(value, overflow)
+
+
+def _qlik_datetime(value: object, scale: int, overflow: str) -> str:
+    if isinstance(value, int):  # Avro "timestamp-micros", UTC
+        return canonical_timestamp(EPOCH + dt.timedelta(microseconds=value), overflow)
+    return canonical_timestamp(value, overflow)
+
+
+def _qlik_other(value: object) -> str:
+    """Render a value of a type without a reader of its own.
+
+    Text stays as it is; JSON booleans and floats become canonical.
+    """
+    if isinstance(value, bool):
+        return canonical_bool(value)
+    if isinstance(value, float):
+        return canonical_float(value)
+    return str(value)
+
+
+#: The reader of each Qlik Replicate type (``.dfm`` / MD type name, upper case):
+#: ``(value, scale, subsecond overflow) -> canonical text``.
+_QLIK_READERS = {
+    **dict.fromkeys(_INTEGER_TYPES, _qlik_integer),
+    "NUMERIC": lambda value, scale, overflow: canonical_decimal(value, scale),
+    "DECIMAL": lambda value, scale, overflow: canonical_decimal(value, scale),
+    "REAL4": lambda value, scale, overflow: canonical_float(value),
+    "REAL8": lambda value, scale, overflow: canonical_float(value),
+    **dict.fromkeys(_BINARY_TYPES, _qlik_binary),
+    "BOOLEAN": lambda value, scale, overflow: canonical_bool(value),
+    "DATE": _qlik_date,
+    "TIME": _qlik_time,
+    "DATETIME": _qlik_datetime,
+}
+
+
+def canonical_qlik_value(
     value: object, qlik_type: str, scale: int = 0, overflow: str = "truncate"
 ) -> str | None:
     """Render one column value of a Qlik Replicate type as canonical text.
@@ -235,50 +298,18 @@ def canonical_qlik_value(  # noqa: C901
     ``value`` is what the file holds: text (CSV, JSON strings), ``int``/``float``/``bool``
     (JSON, Avro, Parquet), ``bytes``, ``Decimal`` or a date/time object (Avro logical types,
     Parquet). ``None`` stays ``None`` (a real NULL). ``qlik_type`` is the ``.dfm`` / MD type
-    name; unknown types keep the text as it is. Raises ValueError when the value does not
-    parse as the type. Source: formats/qlik_change_tables.md and qlik_kafka_messages.md, *Values*.
+    name, read by one function per type family (:data:`_QLIK_READERS`); unknown types keep the
+    text as it is. Raises ValueError when the value does not parse as the type. Source:
+    formats/qlik_change_tables.md and qlik_kafka_messages.md, *Values*.
     """
     if value is None:
         return None
-    kind = qlik_type.upper()
-    if kind in _INTEGER_TYPES:
-        if isinstance(value, Decimal | bytes):
-            value = int(value) if isinstance(value, Decimal) else value.decode("ascii")
-        return canonical_integer(value)
-    if kind in ("NUMERIC", "DECIMAL"):
-        return canonical_decimal(value, scale)
-    if kind in ("REAL4", "REAL8"):
-        return canonical_float(value)
-    if kind in _BINARY_TYPES:
-        if isinstance(value, bytes | bytearray | memoryview):
-            return bytes(value).hex().upper()
-        text = str(value).strip()
-        if text[:2].lower() == "0x":
-            text = text[2:]
-        if not _HEX_RE.fullmatch(text) or len(text) % 2:
-            raise ValueError(f"{text!r} is not hex")
-        return text.upper()
-    if kind == "BOOLEAN":
-        return canonical_bool(value)
-    if kind == "DATE":
-        if isinstance(value, int):  # Avro "date": days since 1970-01-01
-            return (EPOCH.date() + dt.timedelta(days=value)).isoformat()
-        return canonical_date(value)
-    if kind == "TIME":
-        if isinstance(value, int):  # Avro "time-millis"
-            return canonical_time((EPOCH + dt.timedelta(milliseconds=value)).time(), overflow)
-        return canonical_time(value, overflow)
-    if kind == "DATETIME":
-        if isinstance(value, int):  # Avro "timestamp-micros", UTC
-            return canonical_timestamp(EPOCH + dt.timedelta(microseconds=value), overflow)
-        return canonical_timestamp(value, overflow)
+    reader = _QLIK_READERS.get(qlik_type.upper())
+    if reader is not None:
+        return reader(value, scale, overflow)
     if isinstance(value, bytes | bytearray):
         raise ValueError(f"binary value for {qlik_type} column")
-    if isinstance(value, bool):
-        return canonical_bool(value)
-    if isinstance(value, float):
-        return canonical_float(value)
-    return str(value)
+    return _qlik_other(value)
 
 
 def normalize_mask_hex(mask: object) -> str:
