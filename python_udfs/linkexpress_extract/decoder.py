@@ -36,7 +36,7 @@ import enum
 import fnmatch
 import re
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -925,7 +925,7 @@ def choose_outcode(records: Sequence[ParsedRecord], opts: Mapping[str, Any], ord
     return best
 
 
-def decode_extract_file(  # noqa: C901, PLR0915
+def decode_extract_file(
     data: bytes,
     *,
     file_name: str,
@@ -952,58 +952,19 @@ def decode_extract_file(  # noqa: C901, PLR0915
     """
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     result = DecodeResult(consumed_end=len(data))
-    base = file_name.replace("\\", "/").rsplit("/", 1)[-1]
     unit = str(opts["unit"]).lower()
-    fillers = {"ymdhms7": [0], "ymdhms7_r4": [4]}.get(str(opts["timestamp_layout"]), [0, 4])
-    nvarchar_bytes = opts["nvarchar_length_unit"] == "bytes"
-    intervals = opts["interval_layout"] if isinstance(opts["interval_layout"], Mapping) else None
-    variants = []  # (tables, file items) per TIMESTAMP layout
     try:
-        for filler in fillers:
-            tables: dict[int, tuple[tuple[str, str], list[Item]]] = {}
-            if unit != "table":
-                for ext_id, table in (extraction_ids or {}).items():
-                    if table in catalog:
-                        tables[int(ext_id)] = (
-                            table,
-                            item_layout(catalog[table], filler, nvarchar_bytes, intervals),
-                        )
-            file_items = None
-            if file_table is not None:
-                if file_table not in catalog:
-                    raise ValueError(
-                        f"table {'.'.join(file_table)} has no columns in seeds/cdc_columns.csv"
-                    )
-                file_items = item_layout(catalog[file_table], filler, nvarchar_bytes, intervals)
-            variants.append((tables, file_items))
-            has_timestamp = any(
-                i.kind == "TIMESTAMP"
-                for items in [file_items or []] + [t[1] for t in tables.values()]
-                for i in items
-            )
-            if not has_timestamp:
-                break  # both TIMESTAMP layouts are the same bytes
+        variants = _item_variants(catalog, extraction_ids, file_table, opts)
     except ValueError as exc:
         result.rejects.append(
             Reject.of(data, 0, len(data), 0, "catalog_error", f"{exc}; fix the catalog seed")
         )
         return result
+    tables, file_items = variants[-1]
     if not data:
         return result
     if file_items is None and (unit == "table" or (unit == "auto" and not tables)):
-        result.rejects.append(
-            Reject.of(
-                data,
-                0,
-                len(data),
-                0,
-                "unknown_table",
-                "file whose table is not configured: for a table-unit file put it in a "
-                "<SCHEMA>.<TABLE> folder or map its name in options.full_extract_tables; for "
-                "a group-unit file declare the extraction ids (cdc_tables.csv table_identifier "
-                "or options.extraction_ids)",
-            )
-        )
+        result.rejects.append(Reject.of(data, 0, len(data), 0, "unknown_table", _UNKNOWN_TABLE))
         return result
     # unit auto: a table-unit file (one table: its folder or full_extract_tables) against a
     # group-unit file (extraction ids, or 0000 in a group full extract); timestamp_layout auto:
@@ -1019,22 +980,99 @@ def decode_extract_file(  # noqa: C901, PLR0915
                 candidate_items,
                 score,
             )
-    group = layout.letter in "DE"
     if any(opts[k] == "auto" for k in ("byteswap", "logtype", "null_indicators")):
         result.warnings.append(f"detected {layout.describe()}")
-    reader = _File(data, layout, tables, file_items, str(opts["zoned_sign"]))
-    parsed: list[tuple[int, ParsedRecord | Reject]] = []
-    pos, index = 0, 0
+    parsed = list(_framed_records(data, layout, tables, file_items, str(opts["zoned_sign"])))
+    records = [r for _, r in parsed if isinstance(r, ParsedRecord)]
+    try:
+        outcode = choose_outcode(records, opts, layout.order)
+    except ValueError as exc:
+        result.rejects.append(Reject.of(data, 0, len(data), 0, "bad_option", str(exc)))
+        return result
+    if str(opts["outcode"]).lower() == "auto":
+        result.warnings.append(f"outcode detected: {outcode}")
+    base = file_name.replace("\\", "/").rsplit("/", 1)[-1]
+    context = _RowContext(base, layout, outcode, opts, tables, file_table, file_items)
+    result.rows = _built_rows(data, parsed, context, result.rejects)
+    one_table = file_table is not None and (
+        layout.letter not in "DE" or all((r.extraction_id or 0) == 0 for r in records)
+    )
+    if one_table and result.rows and opts["table_unit_transaction"] == "file":
+        _one_transaction(result.rows, base)
+    return result
+
+
+_UNKNOWN_TABLE = (
+    "file whose table is not configured: for a table-unit file put it in a <SCHEMA>.<TABLE> "
+    "folder or map its name in options.full_extract_tables; for a group-unit file declare the "
+    "extraction ids (cdc_tables.csv table_identifier or options.extraction_ids)"
+)
+
+
+def _item_variants(
+    catalog: Mapping[tuple[str, str], list[MetadataColumn]],
+    extraction_ids: Mapping[int, tuple[str, str]] | None,
+    file_table: tuple[str, str] | None,
+    opts: Mapping[str, Any],
+) -> list[tuple[dict[int, tuple[tuple[str, str], list[Item]]], list[Item] | None]]:
+    """Return the item layouts to try: ``(tables by extraction id, file items)`` per layout.
+
+    One per TIMESTAMP layout of option ``timestamp_layout`` (one when no table has a
+    TIMESTAMP). Raises ValueError for a catalog type without a layout or a file table the
+    catalog lacks.
+    """
+    unit = str(opts["unit"]).lower()
+    fillers = {"ymdhms7": [0], "ymdhms7_r4": [4]}.get(str(opts["timestamp_layout"]), [0, 4])
+    nvarchar_bytes = opts["nvarchar_length_unit"] == "bytes"
+    intervals = opts["interval_layout"] if isinstance(opts["interval_layout"], Mapping) else None
+    variants = []
+    for filler in fillers:
+        tables: dict[int, tuple[tuple[str, str], list[Item]]] = {}
+        if unit != "table":
+            for ext_id, table in (extraction_ids or {}).items():
+                if table in catalog:
+                    items = item_layout(catalog[table], filler, nvarchar_bytes, intervals)
+                    tables[int(ext_id)] = (table, items)
+        file_items = None
+        if file_table is not None:
+            if file_table not in catalog:
+                raise ValueError(
+                    f"table {'.'.join(file_table)} has no columns in seeds/cdc_columns.csv"
+                )
+            file_items = item_layout(catalog[file_table], filler, nvarchar_bytes, intervals)
+        variants.append((tables, file_items))
+        every_items = [file_items or []] + [t[1] for t in tables.values()]
+        if not any(i.kind == "TIMESTAMP" for items in every_items for i in items):
+            break  # both TIMESTAMP layouts are the same bytes
+    return variants
+
+
+def _framed_records(
+    data: bytes,
+    layout: Layout,
+    tables: Mapping[int, tuple[tuple[str, str], list[Item]]],
+    file_items: list[Item] | None,
+    zoned_sign: str,
+) -> Iterator[tuple[int, ParsedRecord | Reject]]:
+    """Yield ``(record index, record or reject)`` for every record of the file, in order.
+
+    Fixed-length files are read by numpy first (:func:`read_fixed_records`); a record it leaves
+    out, and every record of other files, is read one by one. After a damaged record the next
+    one starts at its end, or, when its length field is damaged, where the records chain
+    again (:class:`~python_udfs.records.FrameChains`).
+    """
+    reader = _File(data, layout, tables, file_items, zoned_sign)
     fixed = reader.fixed_size()
     fast: dict[int, ParsedRecord] = {}  # fixed-length files: records read by numpy, by offset
     chains: FrameChains | None = None  # length-prefixed files: where to resume after damage
     if fixed is not None and data[:2] != b"\xff\xff":
-        records = read_fixed_records(data, fixed, layout, file_items, str(opts["zoned_sign"]))
+        records = read_fixed_records(data, fixed, layout, file_items, zoned_sign)
         fast = {r.offset: r for r in records if r is not None}
+    pos, index = 0, 0
     while pos < len(data):
         index += 1
         if pos in fast:
-            parsed.append((index, fast[pos]))
+            yield index, fast[pos]
             pos += fixed
             continue
         try:
@@ -1050,71 +1088,81 @@ def decode_extract_file(  # noqa: C901, PLR0915
                 )
                 if not (end < len(data) and chains[end]):
                     end = chains.next_start(pos)  # a damaged length: resume where records chain
-            parsed.append((index, Reject.of(data, pos, end, index, bad.reason, str(bad))))
+            yield index, Reject.of(data, pos, end, index, bad.reason, str(bad))
             pos = end
             continue
-        parsed.append((index, record))
+        yield index, record
         pos = record.offset + record.length
-    records = [r for _, r in parsed if isinstance(r, ParsedRecord)]
-    try:
-        outcode = choose_outcode(records, opts, layout.order)
-    except ValueError as exc:
-        result.rejects.append(Reject.of(data, 0, len(data), 0, "bad_option", str(exc)))
-        return result
-    if str(opts["outcode"]).lower() == "auto":
-        result.warnings.append(f"outcode detected: {outcode}")
-    char, nchar = _codecs(outcode, layout.order, opts.get("nchar_encoding"))
-    has_rows = any(r.operation in ROW_OPERATIONS for r in records)
-    one_table = file_table is not None and (
-        not group or all((r.extraction_id or 0) == 0 for r in records)
-    )
+
+
+@dataclass(frozen=True, slots=True)
+class _RowContext:
+    """What every row of one file is built with (:func:`_row`)."""
+
+    base: str
+    layout: Layout
+    outcode: str
+    opts: Mapping[str, Any]
+    tables: Mapping[int, tuple[tuple[str, str], list[Item]]]
+    file_table: tuple[str, str] | None
+    file_items: list[Item] | None
+
+
+def _built_rows(
+    data: bytes,
+    parsed: list[tuple[int, ParsedRecord | Reject]],
+    context: _RowContext,
+    rejects: list[Reject],
+) -> list[dict[str, Any]]:
+    """Build the raw rows of the parsed records; append the rejects to ``rejects`` in order.
+
+    A record whose values do not decode is a reject, and so is an empty-extract marker in a
+    file that also holds rows.
+    """
+    char, nchar = _codecs(context.outcode, context.layout.order, context.opts.get("nchar_encoding"))
+    has_rows = any(isinstance(r, ParsedRecord) and r.operation in ROW_OPERATIONS for _, r in parsed)
     rows: list[dict[str, Any]] = []
     for index, record in parsed:
         if isinstance(record, Reject):
-            result.rejects.append(record)
+            rejects.append(record)
             continue
+        where = (data, record.offset, record.offset + record.length, index)
         try:
             row = _row(
                 record,
                 index,
-                base,
-                layout,
-                outcode,
+                context.base,
+                context.layout,
+                context.outcode,
                 char,
                 nchar,
-                opts,
-                tables,
-                file_table,
-                file_items,
+                context.opts,
+                context.tables,
+                context.file_table,
+                context.file_items,
             )
         except _Bad as bad:
-            result.rejects.append(
-                Reject.of(
-                    data, record.offset, record.offset + record.length, index, bad.reason, str(bad)
-                )
-            )
+            rejects.append(Reject.of(*where, bad.reason, str(bad)))
             continue
         if record.operation == Operation.EMPTY_FULL_EXTRACT and has_rows:
-            result.rejects.append(
-                Reject.of(
-                    data,
-                    record.offset,
-                    record.offset + record.length,
-                    index,
-                    "empty_marker_among_rows",
-                    "empty-extract marker among rows",
-                )
+            rejects.append(
+                Reject.of(*where, "empty_marker_among_rows", "empty-extract marker among rows")
             )
             continue
         rows.append(row)
-    if one_table and rows and opts["table_unit_transaction"] == "file":
-        changes = [r for r in rows if r["operation_code"] != Operation.COMMIT]
-        last = max((r["record_index"] for r in rows), default=0)
-        for row in rows:
-            row["transaction_id"] = f"{base}:{last:012d}"
-            row["is_transaction_end"] = row is (changes[-1] if changes else rows[-1])
-    result.rows = rows
-    return result
+    return rows
+
+
+def _one_transaction(rows: list[dict[str, Any]], base: str) -> None:
+    """Make a one-table file's rows one transaction (option ``table_unit_transaction: file``).
+
+    Its id is the file name and last record index, and its last change ends it.
+    """
+    changes = [r for r in rows if r["operation_code"] != Operation.COMMIT]
+    last = max((r["record_index"] for r in rows), default=0)
+    for row in rows:
+        row["transaction_id"] = f"{base}:{last:012d}"
+        row["is_transaction_end"] = row is (changes[-1] if changes else rows[-1])
 
 
 def _settle_layout(
