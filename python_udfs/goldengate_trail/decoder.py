@@ -352,6 +352,8 @@ class _Trail:
     #: option metadata_source: ``sourcedefs`` maps a TDR's index to the definition of its
     #: table name instead of reading the TDR's columns
     metadata_source: str = "auto"
+    #: bytes of the file header (the F record): where the first record starts
+    header_length: int = 0
 
 
 def detect_byte_order(data: bytes) -> str | None:
@@ -422,7 +424,7 @@ def seqno_from_name(file_name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def decode_trail_file(  # noqa: C901, PLR0915
+def decode_trail_file(
     data: bytes,
     *,
     file_name: str,
@@ -454,6 +456,26 @@ def decode_trail_file(  # noqa: C901, PLR0915
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     final = final or opts["incomplete_tail"] == "reject"
     result = DecodeResult(consumed_end=max(start, 0))
+    state = _open_trail(data, file_name, definitions, opts, final, result)
+    if state is not None:
+        _TrailWalk(state, opts, result, start, start_index, final).walk()
+    return result
+
+
+def _open_trail(
+    data: bytes,
+    file_name: str,
+    definitions: Mapping[str, GGTable] | None,
+    opts: dict[str, Any],
+    final: bool,
+    result: DecodeResult,
+) -> _Trail | None:
+    """Read the file header: the byte order, the header's length and the trail seqno.
+
+    Returns the trail's reading state, or None when there is nothing to walk: not a trail
+    file (one reject), or a header still being written (nothing consumed, unless ``final``).
+    Sets ``opts["column_int_order"]`` (option ``column_int_byte_order``).
+    """
     order = (
         detect_byte_order(data)
         if opts["byte_order"] == "auto"
@@ -462,19 +484,11 @@ def decode_trail_file(  # noqa: C901, PLR0915
     if order is None or data[:1] != b"F":
         if len(data) < 8 and not final:
             result.consumed_end = 0
-            return result
-        result.rejects.append(
-            Reject.of(
-                data,
-                0,
-                len(data),
-                0,
-                "not_a_trail_file",
-                "first record is not an F file header in either byte order",
-            )
-        )
+            return None
+        message = "first record is not an F file header in either byte order"
+        result.rejects.append(Reject.of(data, 0, len(data), 0, "not_a_trail_file", message))
         result.consumed_end = len(data)
-        return result
+        return None
     # option column_int_byte_order: integer column payloads in big-endian order, or in the
     # trail's metadata order (read by column_value from this key)
     opts["column_int_order"] = order if opts["column_int_byte_order"] == "metadata" else ">"
@@ -484,8 +498,35 @@ def decode_trail_file(  # noqa: C901, PLR0915
             message = f"file header of {header_length} bytes overruns the file ({len(data)})"
             result.rejects.append(Reject.of(data, 0, len(data), 0, "truncated_record", message))
             result.consumed_end = len(data)
-        return result  # not final: the writer is still writing the header
+        return None  # not final: the writer is still writing the header
     result.consumed_end = max(result.consumed_end, header_length)
+    state = _Trail(
+        data,
+        order,
+        struct.Struct(order + "H"),
+        struct.Struct(order + "I"),
+        _trail_seqno(data, order, header_length, file_name, opts, result),
+        # option metadata_source: trail reads the TDR records only
+        dict(definitions or {}) if opts["metadata_source"] != "trail" else {},
+        metadata_source=opts["metadata_source"],
+    )
+    state.header_length = header_length
+    return state
+
+
+def _trail_seqno(
+    data: bytes,
+    order: str,
+    header_length: int,
+    file_name: str,
+    opts: Mapping[str, Any],
+    result: DecodeResult,
+) -> int:
+    """Return the trail's sequence number: the file header's, or the file name's.
+
+    The file name's with option ``seqno_source: file_name`` or a header that does not parse;
+    a difference between the two is a warning.
+    """
     try:
         info = _file_header(data, order, header_length)
     except (ValueError, struct.error) as exc:
@@ -496,111 +537,167 @@ def decode_trail_file(  # noqa: C901, PLR0915
     seqno = info.get("seqno")
     name_seqno = seqno_from_name(file_name)
     if opts["seqno_source"] == "file_name" or seqno is None:
-        seqno = name_seqno if name_seqno is not None else 0
-    elif name_seqno is not None and name_seqno != seqno:
+        return name_seqno if name_seqno is not None else 0
+    if name_seqno is not None and name_seqno != seqno:
         result.warnings.append(f"file name seqno {name_seqno} differs from header Seqno {seqno}")
-    state = _Trail(
-        data,
-        order,
-        struct.Struct(order + "H"),
-        struct.Struct(order + "I"),
-        seqno,
-        # option metadata_source: trail reads the TDR records only
-        dict(definitions or {}) if opts["metadata_source"] != "trail" else {},
-        metadata_source=opts["metadata_source"],
-    )
-    pos, index = header_length, 0
-    pending_b: dict[str, Any] | None = None
-    segments: _Segments | None = None  # a segmented record whose last segment is still to come
-    sequence = _TransactionSequence()
-    while pos < len(data):
-        record_start = pos
-        emit = record_start >= start
+    return seqno
+
+
+@dataclass(slots=True)
+class _TrailWalk:
+    """One walk over a trail's records after its file header, into ``result``.
+
+    Records before ``start`` (already ingested) are walked again only to rebuild the TDRs and
+    the open transaction's carried tokens (``emit`` false). It keeps what spans records: a
+    FieldComp before image waiting for its after image (``pending_b``), a segmented record
+    waiting for its last segment (``segments``) and the TransInd sequence.
+    """
+
+    state: _Trail
+    opts: Mapping[str, Any]
+    result: DecodeResult
+    start: int
+    start_index: int
+    final: bool
+    index: int = 0
+    pending_b: tuple[dict[str, Any], int] | None = None
+    segments: _Segments | None = None
+    sequence: _TransactionSequence = field(default_factory=lambda: _TransactionSequence())
+
+    def walk(self) -> None:
+        """Read every whole record, then what the end of the file leaves open."""
+        data = self.state.data
+        pos = self.state.header_length
+        while pos < len(data):
+            next_pos = self._record(pos)
+            if next_pos is None:
+                break  # the writer is still writing this record: left for the next run
+            pos = next_pos
+        self._finish()
+
+    def _record(self, pos: int) -> int | None:
+        """Read the record at ``pos``; return where the next one starts (None: stop here)."""
+        state, result, data = self.state, self.result, self.state.data
+        emit = pos >= self.start
         if emit:
-            index = max(index, start_index)
+            self.index = max(self.index, self.start_index)
+        end, framed = self._frame(pos, emit)
+        if not framed:
+            return end
+        parsed = _parse(state, pos, end, self.opts, emit)
+        if self.segments is not None and not (
+            isinstance(parsed, tuple) and self.segments.continued_by(parsed[0])
+        ):
+            # the segmented record never got its last segment: reject it, read this one alone
+            self.segments.reject(data, result, pos, "segment_without_end")
+            self.segments, state.segmenting = None, False
+            parsed = _parse(state, pos, end, self.opts, emit)
+        if isinstance(parsed, Reject):
+            if emit:
+                result.rejects.append(dataclasses.replace(parsed, record_index=self.index))
+                result.consumed_end = end
+            return end
+        row, metadata = parsed
+        record_start = pos
+        if "_segment_data" in row:  # segments.md: concatenate 'D' until Continued = N
+            row, record_start = self._segment(row, pos, end)
+            if row is None:
+                return end
+        if metadata is not None and emit:
+            result.metadata.extend(metadata.metadata(record_start, self.index))
+        if emit:
+            self._emit(row, record_start, end)
+        return end
+
+    def _frame(self, pos: int, emit: bool) -> tuple[int | None, bool]:
+        """Frame the record at ``pos``: ``(its end, True)``.
+
+        A record that does not frame gives ``(where records resume, False)`` after a reject,
+        and ``(None, False)`` when it is still being written.
+        """
+        state, result = self.state, self.result
         try:
             end = _frame(state, pos)
         except _Bad as bad:
-            if bad.reason == "truncated_record" and not final:
-                break  # the writer is still writing this record: leave it for the next run
+            if bad.reason == "truncated_record" and not self.final:
+                return None, False
             resync = _resync(state, pos + 1)
             if emit:
-                index += 1
-                result.rejects.append(Reject.of(data, pos, resync, index, bad.reason, str(bad)))
-            pos = resync
-            result.consumed_end = max(result.consumed_end, pos)
-            continue
-        pos = end
+                self.index += 1
+                reject = Reject.of(state.data, pos, resync, self.index, bad.reason, str(bad))
+                result.rejects.append(reject)
+            result.consumed_end = max(result.consumed_end, resync)
+            return resync, False
         if emit:
-            index += 1
-        parsed = _parse(state, record_start, end, opts, emit)
-        if segments is not None and not (
-            isinstance(parsed, tuple) and segments.continued_by(parsed[0])
-        ):
-            # the segmented record never got its last segment: reject it, read this one alone
-            segments.reject(data, result, record_start, "segment_without_end")
-            segments, state.segmenting = None, False
-            parsed = _parse(state, record_start, end, opts, emit)
-        if isinstance(parsed, Reject):
-            if emit:
-                result.rejects.append(dataclasses.replace(parsed, record_index=index))
-                result.consumed_end = end
-            continue
-        row, metadata = parsed
-        if "_segment_data" in row:  # segments.md: concatenate 'D' until Continued = N
-            if segments is None:
-                segments = _Segments(row, record_start, index)
-                state.segmenting = True
-            segments.parts.append(row.pop("_segment_data"))
-            row.pop("_table", None)
-            if row["continued"]:
-                continue
-            state.segmenting = False
-            row, record_start = segments.whole(state, opts, data, result, end)
-            segments = None
-            if row is None:
-                continue
-        if metadata is not None and emit:
-            result.metadata.extend(metadata.metadata(record_start, index))
-        if not emit:
-            continue
+            self.index += 1
+        return end, True
+
+    def _segment(
+        self, row: dict[str, Any], pos: int, end: int
+    ) -> tuple[dict[str, Any] | None, int]:
+        """Add a segment's 'D' bytes; return the whole record once its last segment is read.
+
+        Returns ``(None, pos)`` before that, or when the whole does not decode.
+        """
+        if self.segments is None:
+            self.segments = _Segments(row, pos, self.index)
+            self.state.segmenting = True
+        self.segments.parts.append(row.pop("_segment_data"))
+        row.pop("_table", None)
+        if row["continued"]:
+            return None, pos
+        self.state.segmenting = False
+        whole, record_start = self.segments.whole(
+            self.state, self.opts, self.state.data, self.result, end
+        )
+        self.segments = None
+        return whole, record_start
+
+    def _emit(self, row: dict[str, Any], record_start: int, end: int) -> None:
+        """Add a row; check it against the FieldComp before image it may complete."""
+        result = self.result
         row.update(
             record_offset=record_start,
             record_length=end - record_start,
-            record_index=row.get("record_index") or index,
-            trail_seqno=seqno,
+            record_index=row.get("record_index") or self.index,
+            trail_seqno=self.state.seqno,
         )
         result.consumed_end = end
         # FieldComp B records must be followed by their A record.
-        if pending_b is not None:
-            if not _is_after_of(row, pending_b[0]):
-                _reject_orphan(data, result, pending_b, "not followed by its after image")
-            pending_b = None
+        if self.pending_b is not None:
+            if not _is_after_of(row, self.pending_b[0]):
+                _reject_orphan(
+                    self.state.data, result, self.pending_b, "not followed by its after image"
+                )
+            self.pending_b = None
         if row["io_type"] == IOType.FIELD_COMP and row["before_after"] == "B":
-            pending_b = (row, end)
+            self.pending_b = (row, end)
         if row["io_type"] not in IO_TYPES:
             result.warnings.append(
                 f"unknown IOType {row['io_type']} at RBA {record_start} kept in raw"
             )
         if row["io_type"] != IOType.METADATA:
-            sequence.see(row["trans_ind"], record_start, result.warnings)
+            self.sequence.see(row["trans_ind"], record_start, result.warnings)
         result.rows.append(row)
-    if final and sequence.open_at is not None:
-        result.warnings.append(
-            f"transaction without end: TransInd 0 at RBA {sequence.open_at} has no last record "
-            "(TransInd 2) in this file, which is final"
-        )
-    if segments is not None:
-        if final:
-            segments.reject(data, result, len(data), "segment_without_end")
-        else:  # the next segments are still being written: read the record again next run
-            result.consumed_end = min(result.consumed_end, segments.start)
-    for name in sorted(state.used):  # sourcedefs tables this file used: for `cdc scaffold`
-        if state.tables[name].source == "sourcedefs":
-            result.metadata.extend(state.tables[name].metadata())
-    if pending_b is not None and final:
-        _reject_orphan(data, result, pending_b, "at end of file")
-    return result
+
+    def _finish(self) -> None:
+        """Report what the end of the file leaves open, and the sourcedefs tables it used."""
+        state, result, data = self.state, self.result, self.state.data
+        if self.final and self.sequence.open_at is not None:
+            result.warnings.append(
+                f"transaction without end: TransInd 0 at RBA {self.sequence.open_at} has no last "
+                "record (TransInd 2) in this file, which is final"
+            )
+        if self.segments is not None:
+            if self.final:
+                self.segments.reject(data, result, len(data), "segment_without_end")
+            else:  # the next segments are still being written: read the record again next run
+                result.consumed_end = min(result.consumed_end, self.segments.start)
+        for name in sorted(state.used):  # sourcedefs tables this file used: for `cdc scaffold`
+            if state.tables[name].source == "sourcedefs":
+                result.metadata.extend(state.tables[name].metadata())
+        if self.pending_b is not None and self.final:
+            _reject_orphan(data, result, self.pending_b, "at end of file")
 
 
 @dataclass(slots=True)
