@@ -619,7 +619,7 @@ def stream_of(file_name: str) -> str:
     return base.split(".", 1)[0]
 
 
-def decode_update_sql_file(  # noqa: C901, PLR0915
+def decode_update_sql_file(
     data: bytes,
     *,
     file_name: str,
@@ -653,16 +653,29 @@ def decode_update_sql_file(  # noqa: C901, PLR0915
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     final = final or opts["incomplete_tail"] == "reject"
     result = DecodeResult(consumed_end=start)
-    base_name = file_name.replace("\\", "/").rsplit("/", 1)[-1]
-    stream = stream_of(file_name)
-    zone_name = str(opts["source_time_zone"] or "UTC")
-    zone = None if zone_name.upper() == "UTC" else zoneinfo.ZoneInfo(zone_name)
-    purge_codes = {int(c) for c in opts["purge_event_codes"] or []}
-    # Split into physical lines (LF; a CR before it is dropped). Byte-level splitting is safe
-    # for UTF-8, EUC-JP and CP932: no multi-byte character contains 0x0A.
-    offsets: list[tuple[int, int]] = []  # (line start, end without the newline)
-    pos = 0
-    size = len(data)
+    offsets = _line_offsets(data, final)
+    raw_lines = [data[a:b].rstrip(b"\r") for a, b in offsets]
+    encoding, warnings = choose_encoding(raw_lines, opts["encoding"])
+    result.warnings.extend(warnings)
+    if opts["encoding"] == "auto":
+        result.warnings.append(f"encoding detected: {encoding}")
+    walk = _SqlWalk(data, file_name, catalog, opts, start, result, offsets, raw_lines, encoding)
+    for i in range(len(offsets)):
+        walk.line(i)
+    walk.finish()
+    if offsets:
+        result.consumed_end = max(start, min(offsets[-1][1] + 1, len(data)))
+    return result
+
+
+def _line_offsets(data: bytes, final: bool) -> list[tuple[int, int]]:
+    """Return ``(line start, end without the newline)`` of every whole line.
+
+    Lines end at LF; the last line without a newline counts too when ``final``. Byte-level
+    splitting is safe for UTF-8, EUC-JP and CP932: no multi-byte character contains 0x0A.
+    """
+    offsets: list[tuple[int, int]] = []
+    pos, size = 0, len(data)
     while pos < size:
         nl = data.find(b"\n", pos)
         if nl < 0:
@@ -671,185 +684,205 @@ def decode_update_sql_file(  # noqa: C901, PLR0915
             break
         offsets.append((pos, nl))
         pos = nl + 1
-    raw_lines = [data[a:b].rstrip(b"\r") for a, b in offsets]
-    encoding, warnings = choose_encoding(raw_lines, opts["encoding"])
-    result.warnings.extend(warnings)
-    if opts["encoding"] == "auto":
-        result.warnings.append(f"encoding detected: {encoding}")
-    tables = {
-        key: (
-            {c.column_name: c for c in cols},
-            {c.column_name for c in cols if c.primary_key_position},
-        )
-        for key, cols in (catalog or {}).items()
-    }
-    seen_transactions: dict[tuple[bytes, ...], tuple[int, int]] = {}
-    current: list[int] = []  # line indexes (0-based) of the transaction read so far
-    held: list[dict[str, Any] | Reject] = []  # its emitted rows and rejects
-    empty_lines = 0
-    odd_stamps = collections.Counter()  # formats page, Bad input: accepted with a warning
-    # option unknown_columns: keep; the line of each column's first appearance
-    drifted: dict[tuple[str, str, str], tuple[int, str] | None] = {}
-    drift_lines: dict[tuple[str, str, str], tuple[int, int]] = {}
+    return offsets
 
-    def close_transaction() -> None:
-        """Close the transaction a COMMIT line (the last of ``current``) ends: emit or reject it."""
-        nonlocal held
-        key = tuple(raw_lines[i] for i in current)
-        first, last = current[0] + 1, current[-1] + 1
-        earlier = seen_transactions.get(key)
-        if earlier is None:
-            seen_transactions[key] = (first, last)
-        elif opts["duplicate_transactions"] == "reject" and offsets[current[0]][0] >= start:
-            held = [
-                Reject.of(
-                    data,
-                    offsets[i][0],
-                    min(offsets[i][1] + 1, size),
-                    i + 1,
-                    "duplicate_transaction",
-                    f"duplicate transaction (repeat of lines {earlier[0]}–{earlier[1]})",
+
+#: The warnings of the formats page's *Bad input* cases that are accepted, by case.
+_ODD_STAMPS = {
+    "masked statement": "{} statement line(s) with a masked stamp",
+    "unmasked control": "{} COMMIT/event line(s) with an unmasked stamp",
+    "empty transaction": "{} COMMIT line(s) with no statement before them",
+}
+
+
+class _SqlWalk:
+    """One walk over an update-SQL file's lines, into ``result``.
+
+    Lines before ``start`` (already ingested) are read again only to find repeated
+    transactions. A transaction's rows and rejects are held (``held``) until its COMMIT line
+    closes it: emitted, or rejected as a repeat (``duplicate_transactions: reject``).
+    """
+
+    def __init__(
+        self,
+        data: bytes,
+        file_name: str,
+        catalog: Mapping[tuple[str, str], list[MetadataColumn]] | None,
+        opts: Mapping[str, Any],
+        start: int,
+        result: DecodeResult,
+        offsets: list[tuple[int, int]],
+        raw_lines: list[bytes],
+        encoding: str,
+    ) -> None:
+        self.data, self.opts, self.start, self.result = data, opts, start, result
+        self.offsets, self.raw_lines, self.encoding = offsets, raw_lines, encoding
+        self.base_name = file_name.replace("\\", "/").rsplit("/", 1)[-1]
+        self.stream = stream_of(file_name)
+        zone_name = str(opts["source_time_zone"] or "UTC")
+        self.zone = None if zone_name.upper() == "UTC" else zoneinfo.ZoneInfo(zone_name)
+        self.purge_codes = {int(c) for c in opts["purge_event_codes"] or []}
+        self.tables = None
+        if catalog is not None:
+            self.tables = {
+                key: (
+                    {c.column_name: c for c in cols},
+                    {c.column_name for c in cols if c.primary_key_position},
                 )
-                for i in current
-            ]
-        release()
-        current.clear()
+                for key, cols in catalog.items()
+            }
+        self.seen_transactions: dict[tuple[bytes, ...], tuple[int, int]] = {}
+        self.current: list[int] = []  # line indexes (0-based) of the transaction read so far
+        self.held: list[dict[str, Any] | Reject] = []  # its emitted rows and rejects
+        self.empty_lines = 0
+        self.odd_stamps: collections.Counter[str] = collections.Counter()
+        # option unknown_columns: keep; the line of each column's first appearance
+        self.drifted: dict[tuple[str, str, str], tuple[int, str] | None] = {}
+        self.drift_lines: dict[tuple[str, str, str], tuple[int, int]] = {}
 
-    def release() -> None:
-        nonlocal held
-        for item in held:
-            (result.rejects if isinstance(item, Reject) else result.rows).append(item)
-        held = []
+    def _reject(self, i: int, reason: str, message: str) -> Reject:
+        a, b = self.offsets[i]
+        return Reject.of(self.data, a, min(b + 1, len(self.data)), i + 1, reason, message)
 
-    for i, (a, b) in enumerate(offsets):
-        line_no = i + 1
-        raw = raw_lines[i]
-        end = min(b + 1, size)
-        emit = a >= start
+    def line(self, i: int) -> None:
+        """Read line ``i`` (0-based): hold its row or reject, close its transaction."""
+        a, raw = self.offsets[i][0], self.raw_lines[i]
+        emit = a >= self.start
         if not raw.strip(b" \t"):
-            empty_lines += emit
-            continue
-        current.append(i)
+            self.empty_lines += emit
+            return
+        self.current.append(i)
         try:
-            text = raw.decode(encoding)
+            text = raw.decode(self.encoding)
         except UnicodeDecodeError as exc:
             if emit:
-                held.append(
-                    Reject.of(
-                        data,
-                        a,
-                        end,
-                        line_no,
-                        "undecodable_bytes",
-                        f"undecodable bytes at column {exc.start + 1} in {encoding}",
-                    )
-                )
-            continue
+                message = f"undecodable bytes at column {exc.start + 1} in {self.encoding}"
+                self.held.append(self._reject(i, "undecodable_bytes", message))
+            return
         if not emit:
             # Already ingested: only the transaction boundaries matter (duplicate detection).
             if _is_commit(text):
-                close_transaction()
-            continue
+                self._close_transaction()
+            return
+        row = self._row(i, text)
+        if row is None:
+            return
+        self.held.append(row)
+        control = row["statement_type"] in ("COMMIT", "EVENT")
+        if row["stamp_masked"] != control:
+            self.odd_stamps["unmasked control" if control else "masked statement"] += 1
+        if row["statement_type"] == "COMMIT":
+            if len(self.current) == 1:
+                self.odd_stamps["empty transaction"] += 1
+            self._close_transaction()
+
+    def _row(self, i: int, text: str) -> dict[str, Any] | None:
+        """Return the raw row of statement line ``i``, or None after holding its reject."""
+        a, line_no = self.offsets[i][0], i + 1
         try:
-            row = _line_row(
-                text, tables if catalog is not None else None, encoding, opts, zone, drifted
-            )
-            if len(drifted) > len(drift_lines):  # a column first named on this line
-                for key in drifted:
-                    drift_lines.setdefault(key, (a, line_no))
+            row = _line_row(text, self.tables, self.encoding, self.opts, self.zone, self.drifted)
         except HiRDBError as exc:
-            held.append(Reject.of(data, a, end, line_no, exc.reason, str(exc)))
-            continue
-        if row["statement_type"] == "EVENT" and row["event_code"] in purge_codes:
-            held.append(
-                Reject.of(
-                    data,
-                    a,
-                    end,
-                    line_no,
-                    "table_wide_purge",
-                    f"HDEEVENT {row['event_code']} stands for a PURGE of a split table whose "
-                    "name the file does not give; purge the table by hand",
-                )
+            self.held.append(self._reject(i, exc.reason, str(exc)))
+            return None
+        if len(self.drifted) > len(self.drift_lines):  # a column first named on this line
+            for key in self.drifted:
+                self.drift_lines.setdefault(key, (a, line_no))
+        if row["statement_type"] == "EVENT" and row["event_code"] in self.purge_codes:
+            message = (
+                f"HDEEVENT {row['event_code']} stands for a PURGE of a split table whose "
+                "name the file does not give; purge the table by hand"
             )
-            continue
+            self.held.append(self._reject(i, "table_wide_purge", message))
+            return None
         row.update(
             record_offset=a,
             record_index=line_no,
-            line_length=end - a,
-            file_name=base_name,
-            stream=stream,
-            encoding=encoding,
+            line_length=min(self.offsets[i][1] + 1, len(self.data)) - a,
+            file_name=self.base_name,
+            stream=self.stream,
+            encoding=self.encoding,
         )
-        held.append(row)
-        control = row["statement_type"] in ("COMMIT", "EVENT")
-        if row["stamp_masked"] != control:
-            odd_stamps["unmasked control" if control else "masked statement"] += 1
-        if row["statement_type"] == "COMMIT":
-            if len(current) == 1:
-                odd_stamps["empty transaction"] += 1
-            close_transaction()
-    # Lines after the last COMMIT (option incomplete_tail): with hold, they are emitted as they
-    # are and dbt keeps them pending until a later COMMIT of the same stream lands (in the
-    # appended tail or the stream's next file); with reject, each is a reject.
-    tail = [i for i in current if offsets[i][0] >= start]
-    if opts["incomplete_tail"] == "reject":
-        held = [
-            item
-            if isinstance(item, Reject)
-            else Reject.of(
-                data,
-                item["record_offset"],
-                item["record_offset"] + item["line_length"],
-                item["record_index"],
-                "incomplete_transaction",
-                "no COMMIT after this statement (option incomplete_tail: reject)",
+        return row
+
+    def _close_transaction(self) -> None:
+        """Close the transaction a COMMIT line (the last of ``current``) ends: emit or reject it."""
+        current = self.current
+        key = tuple(self.raw_lines[i] for i in current)
+        earlier = self.seen_transactions.get(key)
+        if earlier is None:
+            self.seen_transactions[key] = (current[0] + 1, current[-1] + 1)
+        elif (
+            self.opts["duplicate_transactions"] == "reject"
+            and self.offsets[current[0]][0] >= self.start
+        ):
+            message = f"duplicate transaction (repeat of lines {earlier[0]}–{earlier[1]})"
+            self.held = [self._reject(i, "duplicate_transaction", message) for i in current]
+        self._release()
+        current.clear()
+
+    def _release(self) -> None:
+        for item in self.held:
+            (self.result.rejects if isinstance(item, Reject) else self.result.rows).append(item)
+        self.held = []
+
+    def finish(self) -> None:
+        """Emit what the last COMMIT leaves (option ``incomplete_tail``), then the warnings.
+
+        The columns the catalog lacks become ``raw_metadata`` rows too.
+        """
+        # Lines after the last COMMIT: with hold, they are emitted as they are and dbt keeps
+        # them pending until a later COMMIT of the same stream lands (in the appended tail or
+        # the stream's next file); with reject, each is a reject.
+        tail = [i for i in self.current if self.offsets[i][0] >= self.start]
+        if self.opts["incomplete_tail"] == "reject":
+            message = "no COMMIT after this statement (option incomplete_tail: reject)"
+            self.held = [
+                item
+                if isinstance(item, Reject)
+                else self._reject(item["record_index"] - 1, "incomplete_transaction", message)
+                for item in self.held
+            ]
+        self._release()
+        warnings = self.result.warnings
+        if tail and self.opts["incomplete_tail"] == "hold":
+            warnings.append(
+                f"incomplete transaction at lines {tail[0] + 1}–{tail[-1] + 1} (no COMMIT yet): "
+                "pending"
             )
-            for item in held
-        ]
-    release()
-    if tail and opts["incomplete_tail"] == "hold":
-        result.warnings.append(
-            f"incomplete transaction at lines {tail[0] + 1}–{tail[-1] + 1} (no COMMIT yet): pending"
-        )
-    for what, count in sorted(odd_stamps.items()):
-        result.warnings.append(
-            {
-                "masked statement": f"{count} statement line(s) with a masked stamp",
-                "unmasked control": f"{count} COMMIT/event line(s) with an unmasked stamp",
-                "empty transaction": f"{count} COMMIT line(s) with no statement before them",
-            }[what]
-        )
-    if empty_lines:
-        result.warnings.append(f"{empty_lines} empty line(s) skipped")
-    for (schema, table, name), seen in sorted(drifted.items()):
-        result.warnings.append(
-            f"column {name} of {schema}.{table} is not in the catalog (schema drift): its values "
-            "are kept, typed by their literals; `cdc scaffold` adds it to seeds/cdc_columns.csv"
-        )
-        offset, index = drift_lines[(schema, table, name)]
-        position, source_type = seen or (0, "VARCHAR")
-        result.metadata.append(
-            MetadataColumn(
-                source_schema=schema,
-                source_table=table,
-                table_version=None,
-                column_name=name,
-                ordinal=position,
-                source_type=source_type,
-                length=None,
-                precision=None,
-                scale=None,
-                primary_key_position=0,
-                nullable=True,
-                metadata_source="hirdb_statement",
-                record_offset=offset,
-                record_index=index,
+        for what, count in sorted(self.odd_stamps.items()):
+            warnings.append(_ODD_STAMPS[what].format(count))
+        if self.empty_lines:
+            warnings.append(f"{self.empty_lines} empty line(s) skipped")
+        self._drift_metadata()
+
+    def _drift_metadata(self) -> None:
+        """Warn of each column the catalog lacks and land it in ``raw_metadata`` (ADR 0023)."""
+        for (schema, table, name), seen in sorted(self.drifted.items()):
+            self.result.warnings.append(
+                f"column {name} of {schema}.{table} is not in the catalog (schema drift): its "
+                "values are kept, typed by their literals; `cdc scaffold` adds it to "
+                "seeds/cdc_columns.csv"
             )
-        )
-    if offsets:
-        result.consumed_end = max(start, min(offsets[-1][1] + 1, size))
-    return result
+            offset, index = self.drift_lines[(schema, table, name)]
+            position, source_type = seen or (0, "VARCHAR")
+            self.result.metadata.append(
+                MetadataColumn(
+                    source_schema=schema,
+                    source_table=table,
+                    table_version=None,
+                    column_name=name,
+                    ordinal=position,
+                    source_type=source_type,
+                    length=None,
+                    precision=None,
+                    scale=None,
+                    primary_key_position=0,
+                    nullable=True,
+                    metadata_source="hirdb_statement",
+                    record_offset=offset,
+                    record_index=index,
+                )
+            )
 
 
 def _is_commit(text: str) -> bool:
