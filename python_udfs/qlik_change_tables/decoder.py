@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import json
 import re
 from collections.abc import Mapping
@@ -336,7 +337,7 @@ def decode_change_table_file(
     return result
 
 
-def _decode_file(  # noqa: C901, PLR0915
+def _decode_file(
     data: bytes,
     *,
     file_name: str,
@@ -370,152 +371,247 @@ def _decode_file(  # noqa: C901, PLR0915
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     result = DecodeResult(consumed_end=len(data))
     schema, table, is_load = table_from_path(file_name, opts["ct_suffix"])
-
-    def reject_file(reason: str, message: str) -> DecodeResult:
+    try:
+        dfm, columns = None, None
+        if sidecar is not None:
+            dfm, columns = _parsed_dfm(sidecar, file_name)
+            info = dfm["dataInfo"]
+            schema = info.get("sourceSchema") or schema
+            table = info.get("sourceTable") or table
+            result.metadata.extend(columns)
+        catalog_columns = (catalog or {}).get((schema, table))
+        if file_name.endswith(".gz"):
+            data = _gunzipped(data)
+            result.consumed_end = len(data)
+        if file_name.removesuffix(".gz").lower().endswith(".parquet"):
+            table_rows = None
+            if columnar:
+                table_rows = _decode_parquet_columnar(
+                    data, schema, table, is_load, columns, catalog_columns, opts
+                )
+            if table_rows is None:
+                return _decode_parquet(
+                    data, result, schema, table, is_load, columns, catalog_columns, opts
+                )
+            result.table = table_rows
+            return result
+        _decode_delimited(
+            data,
+            result,
+            _FileContext(schema, table, is_load, dfm, columns, catalog_columns, opts),
+            columnar,
+        )
+    except _FileReject as bad:
         result.rows.clear()
-        result.rejects[:] = [Reject.of(data, 0, len(data), 0, reason, message)]
-        return result
+        result.table = None
+        result.rejects[:] = [Reject.of(data, 0, len(data), 0, bad.reason, str(bad))]
+    return result
 
-    dfm: dict[str, Any] | None = None
-    columns: list[MetadataColumn] | None = None
-    if sidecar is not None:
-        try:
-            dfm, columns = parse_dfm(sidecar)
-        except ValueError as exc:
-            return reject_file("bad_metadata_file", f"{file_name}.dfm: {exc}")
-        info = dfm["dataInfo"]
-        schema = info.get("sourceSchema") or schema
-        table = info.get("sourceTable") or table
-        result.metadata.extend(columns)
-    catalog_columns = (catalog or {}).get((schema, table))
-    if file_name.endswith(".gz"):
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            return reject_file("bad_gzip", f"cannot gunzip: {exc}")
-        result.consumed_end = len(data)
-    if file_name.removesuffix(".gz").lower().endswith(".parquet"):
-        if columnar:
-            rows = _decode_parquet_columnar(
-                data, schema, table, is_load, columns, catalog_columns, opts
-            )
-            if rows is not None:
-                result.table = rows
-                return result
-        return _decode_parquet(data, result, schema, table, is_load, columns, catalog_columns, opts)
 
+class _FileReject(Exception):
+    """A whole file that cannot be read (one reject over the file): ``reason`` and message."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _parsed_dfm(sidecar: str, file_name: str) -> tuple[dict[str, Any], list[MetadataColumn]]:
+    """Parse the file's ``.dfm`` (:func:`parse_dfm`); raise _FileReject when it does not."""
+    try:
+        return parse_dfm(sidecar)
+    except ValueError as exc:
+        raise _FileReject("bad_metadata_file", f"{file_name}.dfm: {exc}") from exc
+
+
+def _gunzipped(data: bytes) -> bytes:
+    """Decompress a ``.gz`` change table; raise _FileReject when it does not decompress."""
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError) as exc:
+        raise _FileReject("bad_gzip", f"cannot gunzip: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class _FileContext:
+    """What a delimited change table is read with.
+
+    Its table, the ``.dfm`` (when it has one) and its columns, the catalog's columns of the
+    table and the options.
+    """
+
+    schema: str
+    table: str
+    is_load: bool
+    dfm: dict[str, Any] | None
+    columns: list[MetadataColumn] | None
+    catalog_columns: list[MetadataColumn] | None
+    opts: Mapping[str, Any]
+
+
+def _decode_delimited(
+    data: bytes, result: DecodeResult, context: _FileContext, columnar: bool
+) -> None:
+    """Decode a delimited (CSV) change table into ``result``.
+
+    Its header row and columns, then every record (by column when ``columnar`` and the file
+    allows it). Raises _FileReject for a file whose columns cannot be known.
+    """
+    opts, dfm = context.opts, context.dfm
     dialect = _dialect(opts, dfm)
     field_count: list[int | None] = [None]  # set once the layout is known
     records = split_records(data, dialect, field_count)
-    header_names: list[str] | None = None
-    mode = opts["csv_header_row"]
     first = next(records, None)
-    pending_first = first
-    if first is not None and first[2] is not None and mode in ("auto", "present"):
-        try:
-            names = [f[0].decode(opts["encoding"]) for f in first[2]]
-        except UnicodeDecodeError:
-            names = []
-        if columns is not None:
-            expected = [c.column_name for c in columns]
-        else:
-            expected = [
-                c.column_name for c in sorted(catalog_columns or [], key=lambda c: c.ordinal)
-            ]
-        looks_like_header = names == expected or (
-            columns is None
-            and (
-                (bool(expected) and set(expected) <= set(names))
-                or any(n.startswith(opts["header_prefix"]) for n in names)
-            )
-        )
-        if mode == "present" or looks_like_header:
-            if columns is not None and names != expected:
-                return reject_file(
-                    "header_metadata_mismatch", "header row differs from .dfm columns"
-                )
-            header_names, pending_first = names, None
-    if columns is None:
-        ordered = sorted(catalog_columns or [], key=lambda c: c.ordinal)
-        if header_names is None and (not ordered or not is_load):
-            return reject_file(
-                "no_column_metadata",
-                f"no .dfm and no header row for {schema}.{table}"
-                + ("" if ordered else ", and no catalog entry"),
-            )
-        by_name = {c.column_name: c for c in ordered}
-        names = header_names or [c.column_name for c in ordered]
-        columns = [
-            replace(by_name[name], ordinal=i + 1)
-            if name in by_name
-            else MetadataColumn(
-                schema, table, None, name, i + 1, "STRING", None, None, None, 0, None, "header_row"
-            )
-            for i, name in enumerate(names)
-        ]
-
-    layout = _Layout.build(columns, opts, is_load)
+    header_names = _header_row(first, context)
+    columns = context.columns or _columns_without_dfm(header_names, context)
+    layout = _Layout.build(columns, opts, context.is_load)
     field_count[0] = len(layout.columns)
     table_version = (dfm or {}).get("dataInfo", {}).get("tableVersion")
+    pending_first = first if header_names is None else None
     if columnar and first is not None:
         body_start = first[1] if pending_first is None else 0
         rows = _decode_csv_columnar(
-            data, body_start, dialect, layout, schema, table, is_load, opts, table_version
+            data,
+            body_start,
+            dialect,
+            layout,
+            context.schema,
+            context.table,
+            context.is_load,
+            opts,
+            table_version,
         )
         if rows is not None:
             result.table = rows
             _check_record_count(dfm, result)
-            return result
+            return
+    every = itertools.chain([pending_first] if pending_first is not None else [], records)
+    ends = _record_rows(data, every, layout, dialect, context, table_version, result)
+    _check_before_images(data, result, opts, ends)
+    _check_record_count(dfm, result)
+
+
+def _header_row(first, context: _FileContext) -> list[str] | None:
+    """Return the column names of the file's header row, or None when it has none.
+
+    Option ``csv_header_row`` says whether the first record is a header. Raises _FileReject
+    for a header the ``.dfm`` contradicts.
+    """
+    mode, opts = context.opts["csv_header_row"], context.opts
+    if first is None or first[2] is None or mode not in ("auto", "present"):
+        return None
+    try:
+        names = [f[0].decode(opts["encoding"]) for f in first[2]]
+    except UnicodeDecodeError:
+        names = []
+    columns = context.columns
+    if columns is not None:
+        expected = [c.column_name for c in columns]
+    else:
+        ordered = sorted(context.catalog_columns or [], key=lambda c: c.ordinal)
+        expected = [c.column_name for c in ordered]
+    looks_like_header = names == expected or (
+        columns is None
+        and (
+            (bool(expected) and set(expected) <= set(names))
+            or any(n.startswith(opts["header_prefix"]) for n in names)
+        )
+    )
+    if mode != "present" and not looks_like_header:
+        return None
+    if columns is not None and names != expected:
+        raise _FileReject("header_metadata_mismatch", "header row differs from .dfm columns")
+    return names
+
+
+def _columns_without_dfm(
+    header_names: list[str] | None, context: _FileContext
+) -> list[MetadataColumn]:
+    """Return the columns of a file without ``.dfm``.
+
+    Its header row's names, typed by the catalog where it has them (a full load without
+    header row: the catalog's columns). Raises _FileReject when neither says.
+    """
+    ordered = sorted(context.catalog_columns or [], key=lambda c: c.ordinal)
+    if header_names is None and (not ordered or not context.is_load):
+        raise _FileReject(
+            "no_column_metadata",
+            f"no .dfm and no header row for {context.schema}.{context.table}"
+            + ("" if ordered else ", and no catalog entry"),
+        )
+    by_name = {c.column_name: c for c in ordered}
+    names = header_names or [c.column_name for c in ordered]
+    return [
+        replace(by_name[name], ordinal=i + 1)
+        if name in by_name
+        else MetadataColumn(
+            context.schema,
+            context.table,
+            None,
+            name,
+            i + 1,
+            "STRING",
+            None,
+            None,
+            None,
+            0,
+            None,
+            "header_row",
+        )
+        for i, name in enumerate(names)
+    ]
+
+
+def _record_rows(
+    data: bytes,
+    records,
+    layout: _Layout,
+    dialect: CsvDialect,
+    context: _FileContext,
+    table_version: int | None,
+    result: DecodeResult,
+) -> dict[int, int]:
+    """Add the raw row or reject of every record to ``result``.
+
+    Returns each record's end by record index. A second row of one change sequence and
+    operation is a reject.
+    """
     seen: dict[tuple[str, str], int] = {}
     ends: dict[int, int] = {}
-    index = 0
-
-    def all_records():
-        if pending_first is not None:
-            yield pending_first
-        yield from records
-
-    for offset, end, fields, error in all_records():
-        index += 1
+    column_names = [c.column_name for c in layout.columns]
+    for index, (offset, end, fields, error) in enumerate(records, start=1):
         ends[index] = end
         if fields is None:
             reason = "truncated_record" if "unterminated" in error else "bad_quoting"
             result.rejects.append(Reject.of(data, offset, end, index, reason, error))
             continue
-        row, problem = _record_to_row(fields, layout, opts, dialect)
-        if problem is not None:
-            reason, message = problem
-            result.rejects.append(Reject.of(data, offset, end, index, reason, message))
-            continue
-        key = (row.get("header__change_seq") or "", row.get("header__change_oper") or "")
-        if key[0] and key in seen:
-            result.rejects.append(
-                Reject.of(
-                    data,
-                    offset,
-                    end,
-                    index,
-                    "duplicate_change_seq",
-                    f"second {key[1]} row with change_seq {key[0]} (first at record {seen[key]})",
-                )
+        row, problem = _record_to_row(fields, layout, context.opts, dialect)
+        key = (
+            (row or {}).get("header__change_seq") or "",
+            (row or {}).get("header__change_oper") or "",
+        )
+        if problem is None and key[0] and key in seen:
+            problem = (
+                "duplicate_change_seq",
+                f"second {key[1]} row with change_seq {key[0]} (first at record {seen[key]})",
             )
+        if problem is not None:
+            result.rejects.append(Reject.of(data, offset, end, index, *problem))
             continue
         if key[0]:
             seen[key] = index
         row.update(
             record_offset=offset,
             record_index=index,
-            source_schema=schema,
-            source_table=table,
+            source_schema=context.schema,
+            source_table=context.table,
             table_version=table_version,
-            file_kind="full_load" if is_load else "change_table",
-            column_names=[c.column_name for c in columns],
+            file_kind="full_load" if context.is_load else "change_table",
+            column_names=column_names,
             header_column_count=len(layout.header_positions),
         )
         result.rows.append(row)
-    _check_before_images(data, result, opts, ends)
-    _check_record_count(dfm, result)
-    return result
+    return ends
 
 
 @dataclass(frozen=True, slots=True)
