@@ -517,58 +517,67 @@ def _open_envelope(
     return kind, envelope, message
 
 
-def _open_any(value: bytes, is_json: bool, envelope_mode: str) -> tuple[str, dict | None, Any]:  # noqa: C901
+def _open_any(value: bytes, is_json: bool, envelope_mode: str) -> tuple[str, dict | None, Any]:
     """:func:`_open_envelope` before its ``required`` check."""
     stripped = value.lstrip()
     if is_json or stripped[:1] == b"{":
-        try:
-            obj = _json_loads(stripped)
-        except ValueError as exc:
-            raise ValueError(f"invalid JSON: {exc}") from exc
-        if not isinstance(obj, dict):
-            raise ValueError("JSON value is not an object")
-        if "magic" in obj:
-            if envelope_mode == "absent":
-                raise ValueError("a Replicate envelope (option envelope: absent)")
-            if obj["magic"] != "atMSG":
-                raise ValueError(f"magic {obj['magic']!r} is not atMSG")
-            if obj.get("type") not in ("MD", "DT"):
-                raise ValueError(f"message type {obj.get('type')!r} is not MD or DT")
-            message = obj.get("message")
-            if isinstance(message, str):
-                message = _json_loads(message)
-            return obj["type"], obj, message
-        if "tableStructure" in obj and "dataSchema" in obj:
-            return "MD", None, obj
-        if "headers" in obj and "data" in obj:
-            return "DT", None, obj
-        raise ValueError("JSON object is neither a Replicate envelope nor a message")
+        return _open_json(stripped, envelope_mode)
     if value.startswith(MAGIC) and envelope_mode != "absent":
-        stream = io.BytesIO(value)
-        try:
-            envelope = fastavro.schemaless_reader(stream, ENVELOPE_SCHEMA, None)
-        except Exception as exc:  # noqa: BLE001 - fastavro raises many types on bad bytes
-            raise ValueError(f"Avro decode error at byte {stream.tell()}: {exc!r}") from exc
-        if stream.tell() != len(value):
-            raise ValueError(
-                f"Avro decode error at byte {stream.tell()}: bytes left after envelope"
-            )
-        if envelope["type"] not in ("MD", "DT"):
-            raise ValueError(f"message type {envelope['type']!r} is not MD or DT")
-        message = envelope["message"]
-        if envelope["type"] == "MD":
-            if message.lstrip()[:1] == b"{":
-                message = _json_loads(message)
-            else:
-                inner = io.BytesIO(message)
-                try:
-                    message = fastavro.schemaless_reader(inner, METADATA_SCHEMA, None)
-                except Exception as exc:  # noqa: BLE001 - as above
-                    raise ValueError(f"Avro metadata decode error: {exc!r}") from exc
-        return envelope["type"], envelope, message
-    if value[:1] == b"\x00":
-        return "DT", None, value
-    return "DT", None, value
+        return _open_avro_envelope(value)
+    return "DT", None, value  # a bare data value (Avro, Confluent-framed or not)
+
+
+def _open_json(text: bytes, envelope_mode: str) -> tuple[str, dict | None, Any]:
+    """Open a JSON value: a Replicate envelope (``magic`` atMSG) or a bare MD / DT message."""
+    try:
+        obj = _json_loads(text)
+    except ValueError as exc:
+        raise ValueError(f"invalid JSON: {exc}") from exc
+    if not isinstance(obj, dict):
+        raise ValueError("JSON value is not an object")
+    if "magic" in obj:
+        if envelope_mode == "absent":
+            raise ValueError("a Replicate envelope (option envelope: absent)")
+        if obj["magic"] != "atMSG":
+            raise ValueError(f"magic {obj['magic']!r} is not atMSG")
+        if obj.get("type") not in ("MD", "DT"):
+            raise ValueError(f"message type {obj.get('type')!r} is not MD or DT")
+        message = obj.get("message")
+        if isinstance(message, str):
+            message = _json_loads(message)
+        return obj["type"], obj, message
+    if "tableStructure" in obj and "dataSchema" in obj:
+        return "MD", None, obj
+    if "headers" in obj and "data" in obj:
+        return "DT", None, obj
+    raise ValueError("JSON object is neither a Replicate envelope nor a message")
+
+
+def _open_avro_envelope(value: bytes) -> tuple[str, dict, Any]:
+    """Open an Avro Replicate envelope (:data:`ENVELOPE_SCHEMA`).
+
+    An MD message inside it is JSON or Avro (:data:`METADATA_SCHEMA`).
+    """
+    stream = io.BytesIO(value)
+    try:
+        envelope = fastavro.schemaless_reader(stream, ENVELOPE_SCHEMA, None)
+    except Exception as exc:  # noqa: BLE001 - fastavro raises many types on bad bytes
+        raise ValueError(f"Avro decode error at byte {stream.tell()}: {exc!r}") from exc
+    if stream.tell() != len(value):
+        raise ValueError(f"Avro decode error at byte {stream.tell()}: bytes left after envelope")
+    if envelope["type"] not in ("MD", "DT"):
+        raise ValueError(f"message type {envelope['type']!r} is not MD or DT")
+    message = envelope["message"]
+    if envelope["type"] == "MD":
+        if message.lstrip()[:1] == b"{":
+            message = _json_loads(message)
+        else:
+            inner = io.BytesIO(message)
+            try:
+                message = fastavro.schemaless_reader(inner, METADATA_SCHEMA, None)
+            except Exception as exc:  # noqa: BLE001 - as above
+                raise ValueError(f"Avro metadata decode error: {exc!r}") from exc
+    return envelope["type"], envelope, message
 
 
 def _metadata_columns(message: Mapping[str, Any], offset: int, index: int) -> list[MetadataColumn]:
@@ -723,7 +732,7 @@ def _is_json_dump(file_name: str) -> bool:
     return file_name.lower().removesuffix(".gz").endswith((".jsonl", ".json"))
 
 
-def _decode_value(value, topic, catalog, registry, opts, result, offset, index, is_json):  # noqa: C901
+def _decode_value(value, topic, catalog, registry, opts, result, offset, index, is_json):
     """Decode one message value; returns a raw row, None for MD, or raises :class:`_Bad`."""
     if isinstance(value, tuple):  # datum of an Avro container: a plain DataRecord
         meta = _table_for_topic(topic, catalog, opts)
@@ -747,31 +756,46 @@ def _decode_value(value, topic, catalog, registry, opts, result, offset, index, 
     if isinstance(message, dict):  # JSON data message
         meta = _resolve(message, schema_id, topic, catalog, opts)
         return _data_row(message, meta, "json", schema_id, opts)
-    # Avro: envelope payload, Confluent wire format or plain DataRecord.
+    fmt, meta, schema_text, payload = _avro_payload(
+        value, envelope, message, schema_id, topic, catalog, registry, opts
+    )
+    if not schema_text:
+        raise _no_metadata(schema_id, topic)
+    record = _avro_record(payload, schema_text, meta)
+    if meta is None:
+        meta = _resolve(record, schema_id, topic, catalog, opts)
+    return _data_row(record, meta, fmt, schema_id, opts)
+
+
+def _avro_payload(value, envelope, message, schema_id, topic, catalog, registry, opts):
+    """Return ``(value format, table metadata, Avro schema text, payload)`` of an Avro value.
+
+    The value is in a Replicate envelope, in Confluent wire format (magic 0, 4-byte registry
+    id), or a plain DataRecord. Raises :class:`_Bad` for a registry id with no schema.
+    """
     if envelope is not None:
-        fmt = "avro_envelope"
         if envelope.get("messageSchema"):
-            schema_text = envelope["messageSchema"]
             meta = _resolve({}, schema_id, topic, catalog, opts, required=False)
-        else:
-            meta = _resolve({}, schema_id, topic, catalog, opts)
-            schema_text = meta.data_schema if meta else None
-        payload = message
-    elif value[:1] == b"\x00" and len(value) >= 5 and opts["confluent_framing"] == "auto":
-        fmt = "confluent"
+            return "avro_envelope", meta, envelope["messageSchema"], message
+        meta = _resolve({}, schema_id, topic, catalog, opts)
+        return "avro_envelope", meta, meta.data_schema if meta else None, message
+    if value[:1] == b"\x00" and len(value) >= 5 and opts["confluent_framing"] == "auto":
         (registry_id,) = struct.unpack_from(">I", value, 1)
         schema_text = registry.get(registry_id)
         if schema_text is None:
             raise _Bad("unknown_schema_id", f"no schema for id {registry_id}")
-        meta = _table_for_topic(topic, catalog, opts)
-        payload = value[5:]
-    else:
-        fmt = "avro"
-        meta = _table_for_topic(topic, catalog, opts)
-        schema_text = meta.data_schema if meta else None
-        payload = value
-    if not schema_text:
-        raise _no_metadata(schema_id, topic)
+        return "confluent", _table_for_topic(topic, catalog, opts), schema_text, value[5:]
+    meta = _table_for_topic(topic, catalog, opts)
+    return "avro", meta, meta.data_schema if meta else None, value
+
+
+def _avro_record(payload: bytes, schema_text: str, meta: TableMeta | None) -> dict[str, Any]:
+    """Read one Avro datum with ``schema_text``.
+
+    The table's parsed schema serves when the text is its ``dataSchema``. Raises
+    :class:`_Bad` for a schema that does not parse, a datum that does not decode, or bytes
+    left after it.
+    """
     try:
         parsed = (
             meta.parsed_schema()
@@ -792,9 +816,7 @@ def _decode_value(value, topic, catalog, registry, opts, result, offset, index, 
             "avro_decode_error",
             f"Avro decode error at byte {stream.tell()}: {len(payload) - stream.tell()} bytes left",
         )
-    if meta is None:
-        meta = _resolve(record, schema_id, topic, catalog, opts)
-    return _data_row(record, meta, fmt, schema_id, opts)
+    return record
 
 
 def _resolve(message, schema_id, topic, catalog, opts, required=True) -> TableMeta | None:
