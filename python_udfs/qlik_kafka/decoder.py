@@ -290,7 +290,7 @@ def stream_of(file_name: str) -> tuple[str, int, int] | None:
     return match.group("topic"), int(match.group("partition")), int(match.group("offset"))
 
 
-def _frames(  # noqa: C901
+def _frames(
     data: bytes, file_name: str, start: int, start_index: int, final: bool
 ) -> Iterator[tuple[int, int, int, bytes | None, str | None]]:
     """Yield ``(offset, end, record_index, value, error)`` for each framed value.
@@ -299,51 +299,59 @@ def _frames(  # noqa: C901
     an incomplete last record unless ``final``; then that record is an error.
     """
     lower = file_name.lower().removesuffix(".gz")
-    index = start_index
     if lower.endswith(".jsonl") or lower.endswith(".json"):
-        pos = start
-        while pos < len(data):
-            nl = data.find(b"\n", pos)
-            if nl == -1:
-                if not final:
-                    return
-                nl_end = len(data)
-            else:
-                nl_end = nl + 1
-            index += 1
-            line = data[pos : nl if nl != -1 else len(data)].rstrip(b"\r")
-            yield pos, nl_end, index, line, None if line.strip() else "empty value"
-            pos = nl_end
+        yield from _line_frames(data, start, start_index, final)
     elif lower.endswith(".lpv"):
-        pos = start
-        while pos < len(data):
-            index += 1
-            if pos + 4 > len(data):
-                if final:
-                    yield pos, len(data), index, None, "truncated frame (end of file inside length)"
-                return
-            (length,) = _FRAME_LEN.unpack_from(data, pos)
-            if length == _TOMBSTONE:
-                yield pos, pos + 4, index, None, None
-                pos += 4
-                continue
-            end = pos + 4 + length
-            if end > len(data):
-                if final:
-                    yield (
-                        pos,
-                        len(data),
-                        index,
-                        None,
-                        f"truncated frame: length {length} overruns the file",
-                    )
-                return
-            yield pos, end, index, data[pos + 4 : end], None
-            pos = end
+        yield from _length_prefixed_frames(data, start, start_index, final)
     elif lower.endswith(".avro"):
         yield from _container_frames(data, start_index)
     else:
         yield 0, len(data), 0, None, f"unknown dump framing for {file_name} (.jsonl, .lpv, .avro)"
+
+
+def _line_frames(
+    data: bytes, start: int, index: int, final: bool
+) -> Iterator[tuple[int, int, int, bytes | None, str | None]]:
+    """Frame a ``.jsonl`` dump: one value per line (an empty line is an error)."""
+    pos = start
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        if nl == -1 and not final:
+            return
+        nl_end = len(data) if nl == -1 else nl + 1
+        index += 1
+        line = data[pos : nl if nl != -1 else len(data)].rstrip(b"\r")
+        yield pos, nl_end, index, line, None if line.strip() else "empty value"
+        pos = nl_end
+
+
+def _length_prefixed_frames(
+    data: bytes, start: int, index: int, final: bool
+) -> Iterator[tuple[int, int, int, bytes | None, str | None]]:
+    """Frame a ``.lpv`` dump: ``[u32 big-endian length][value]``.
+
+    A tombstone is the length ``FFFFFFFF`` with no value.
+    """
+    pos = start
+    while pos < len(data):
+        index += 1
+        if pos + 4 > len(data):
+            if final:
+                yield pos, len(data), index, None, "truncated frame (end of file inside length)"
+            return
+        (length,) = _FRAME_LEN.unpack_from(data, pos)
+        if length == _TOMBSTONE:
+            yield pos, pos + 4, index, None, None
+            pos += 4
+            continue
+        end = pos + 4 + length
+        if end > len(data):
+            if final:
+                message = f"truncated frame: length {length} overruns the file"
+                yield pos, len(data), index, None, message
+            return
+        yield pos, end, index, data[pos + 4 : end], None
+        pos = end
 
 
 #: The Avro object container header (Avro specification, "Object Container Files").
@@ -855,87 +863,24 @@ def _table_for_topic(topic, catalog, opts) -> TableMeta | None:
     return catalog.by_table.get((schema, table)) or TableMeta(schema, table, None, [])
 
 
-def _data_row(message, meta: TableMeta | None, fmt, schema_id, opts) -> dict[str, Any]:  # noqa: C901
+def _data_row(message, meta: TableMeta | None, fmt, schema_id, opts) -> dict[str, Any]:
     """Build the raw row of one data message, validating masks and values."""
-    if not isinstance(message, Mapping):
-        raise _Bad("bad_message", "data message is not an object")
-    if meta is None:
-        raise _Bad("no_metadata", f"no metadata for schemaId {schema_id}")
-    headers = message.get("headers") or {}
-    operation = headers.get("operation")
-    if operation not in OPERATIONS:
-        raise _Bad("unknown_operation", f"unknown operation {operation!r}")
-    seq = headers.get("changeSequence") or ""
-    if operation != "REFRESH" and not _CHANGE_SEQ_RE.fullmatch(seq):
-        raise _Bad("bad_change_sequence", f"changeSequence {seq!r} is not 35 digits")
-    if operation != "REFRESH" and opts["missing_transaction_fields"] == "reject":
-        missing = [f for f in TRANSACTION_FIELDS if headers.get(f) is None]
-        if missing:
-            raise _Bad(
-                "missing_transaction_fields",
-                f"{operation} without headers {', '.join(missing)} "
-                "(option missing_transaction_fields: reject)",
-            )
+    headers, operation, seq = _checked_headers(message, meta, schema_id, opts)
     data, before = message.get("data"), message.get("beforeData")
     if operation == "UPDATE" and data is None:
         raise _Bad("no_after_image", "UPDATE with data null")
-    columns = meta.columns
-    if columns and opts["ordinal_source"] == "data_key_order":
-        # option ordinal_source: masks index the data keys' order, not the MD ordinals
-        keys = dict.fromkeys(data or before or {})
-        by_name = {c.column_name: c for c in columns}
-        columns = [by_name[k] for k in keys if k in by_name] + [
-            c for c in columns if c.column_name not in keys
-        ]
-    if not columns:
-        keys = list((data or before or {}).keys())
-        columns = [
-            MetadataColumn(
-                meta.source_schema,
-                meta.source_table,
-                None,
-                k,
-                i + 1,
-                "",
-                None,
-                None,
-                None,
-                0,
-                None,
-                "data_key_order",
-            )
-            for i, k in enumerate(keys)
-        ]
-        notes = opts.setdefault("_notes", set())
-        notes.add(
-            f"no metadata for {meta.source_schema}.{meta.source_table}: column order from data keys, "
-            "values as JSON types (add the table to seeds/cdc_columns.csv)"
-        )
+    columns = _message_columns(meta, data or before or {}, opts)
     names = [c.column_name for c in columns]
     change_mask, column_mask, changed, present_bits, present = _masks(
         headers.get("changeMask"), headers.get("columnMask"), opts["mask_bit_order"], len(columns)
     )
     if present_bits is not None:
-        absent_changed = [names[b] for b in changed if b not in present]
-        if absent_changed:
-            raise _Bad(
-                "changed_column_absent", f"changeMask flags absent column(s) {absent_changed}"
-            )
-        if operation in ("UPDATE", "DELETE"):
-            missing_keys = [
-                c.column_name
-                for i, c in enumerate(columns)
-                if c.primary_key_position and i not in present
-            ]
-            if missing_keys:
-                raise _Bad(
-                    "key_column_not_present", f"columnMask clears key column(s) {missing_keys}"
-                )
+        _check_present(columns, changed, present, operation)
     overflow = opts["subsecond_overflow"]
     plan = (
         meta.image_plan(overflow) if columns is meta.columns else _ImagePlan.of(columns, overflow)
     )
-    row = {
+    return {
         "value_format": fmt,
         "message_type": "DT",
         "message_schema_id": schema_id,
@@ -956,7 +901,95 @@ def _data_row(message, meta: TableMeta | None, fmt, schema_id, opts) -> dict[str
         "before_data": _image(before, plan, present),
         "column_names": names,
     }
-    return row
+
+
+def _checked_headers(message, meta, schema_id, opts) -> tuple[Mapping[str, Any], str, str]:
+    """Return a data message's ``(headers, operation, changeSequence)`` once they check out.
+
+    Raises :class:`_Bad` for a message that is no object or whose table has no metadata, an
+    unknown operation, a change sequence that is not 35 digits (REFRESH has none), or missing
+    transaction headers under ``missing_transaction_fields: reject``.
+    """
+    if not isinstance(message, Mapping):
+        raise _Bad("bad_message", "data message is not an object")
+    if meta is None:
+        raise _Bad("no_metadata", f"no metadata for schemaId {schema_id}")
+    headers = message.get("headers") or {}
+    operation = headers.get("operation")
+    if operation not in OPERATIONS:
+        raise _Bad("unknown_operation", f"unknown operation {operation!r}")
+    seq = headers.get("changeSequence") or ""
+    if operation != "REFRESH" and not _CHANGE_SEQ_RE.fullmatch(seq):
+        raise _Bad("bad_change_sequence", f"changeSequence {seq!r} is not 35 digits")
+    if operation != "REFRESH" and opts["missing_transaction_fields"] == "reject":
+        missing = [f for f in TRANSACTION_FIELDS if headers.get(f) is None]
+        if missing:
+            raise _Bad(
+                "missing_transaction_fields",
+                f"{operation} without headers {', '.join(missing)} "
+                "(option missing_transaction_fields: reject)",
+            )
+    return headers, operation, seq
+
+
+def _message_columns(meta: TableMeta, image: Mapping[str, Any], opts) -> list[MetadataColumn]:
+    """Return the columns a message's masks index.
+
+    The table's metadata columns in ordinal order, in the data keys' order under
+    ``ordinal_source: data_key_order``, or, with no metadata, the data keys themselves (noted
+    once per table in ``opts["_notes"]``).
+    """
+    columns = meta.columns
+    if columns and opts["ordinal_source"] == "data_key_order":
+        # option ordinal_source: masks index the data keys' order, not the MD ordinals
+        keys = dict.fromkeys(image)
+        by_name = {c.column_name: c for c in columns}
+        return [by_name[k] for k in keys if k in by_name] + [
+            c for c in columns if c.column_name not in keys
+        ]
+    if columns:
+        return columns
+    notes = opts.setdefault("_notes", set())
+    notes.add(
+        f"no metadata for {meta.source_schema}.{meta.source_table}: column order from data keys, "
+        "values as JSON types (add the table to seeds/cdc_columns.csv)"
+    )
+    return [
+        MetadataColumn(
+            meta.source_schema,
+            meta.source_table,
+            None,
+            k,
+            i + 1,
+            "",
+            None,
+            None,
+            None,
+            0,
+            None,
+            "data_key_order",
+        )
+        for i, k in enumerate(image)
+    ]
+
+
+def _check_present(columns, changed, present, operation) -> None:
+    """Check a columnMask against the changeMask and the key.
+
+    A changed column must be present, and so must every key column of an UPDATE or DELETE.
+    Raises :class:`_Bad`.
+    """
+    absent_changed = [columns[b].column_name for b in changed if b not in present]
+    if absent_changed:
+        raise _Bad("changed_column_absent", f"changeMask flags absent column(s) {absent_changed}")
+    if operation in ("UPDATE", "DELETE"):
+        missing_keys = [
+            c.column_name
+            for i, c in enumerate(columns)
+            if c.primary_key_position and i not in present
+        ]
+        if missing_keys:
+            raise _Bad("key_column_not_present", f"columnMask clears key column(s) {missing_keys}")
 
 
 def _header_time(value, overflow) -> str | None:
