@@ -659,24 +659,18 @@ def _record_to_row(fields, layout: _Layout, opts, dialect: CsvDialect):
     return _values_to_row(texts, layout, opts)
 
 
-def _values_to_row(values: list[Any], layout: _Layout, opts):  # noqa: C901
-    """Validate header values and render data values; shared by CSV and Parquet."""
+def _values_to_row(values: list[Any], layout: _Layout, opts):
+    """Validate header values and render data values; shared by CSV and Parquet.
+
+    Returns ``(row, None)``, or ``(None, (reason, message))`` for a record to reject.
+    """
     row: dict[str, Any] = {f"header__{h}": None for h in HEADER_FIELDS}
     for name, pos in layout.header_positions.items():
-        value = values[pos]
-        if name == "change_mask":
-            try:
-                value = normalize_mask_hex(value)
-            except ValueError as exc:
-                return None, ("bad_mask", str(exc))
-        elif name == "timestamp" and value is not None and value != "":
-            try:
-                value = canonical_timestamp(value, opts["subsecond_overflow"])
-            except ValueError as exc:
-                return None, ("bad_value", f"header__timestamp: {exc}")
-        elif value is not None and not isinstance(value, str):
-            value = str(value)
-        row[f"header__{name}"] = value
+        try:
+            row[f"header__{name}"] = _header_value(name, values[pos], opts)
+        except ValueError as exc:
+            reason = "bad_mask" if name == "change_mask" else "bad_value"
+            return None, (reason, str(exc) if name == "change_mask" else f"header__{name}: {exc}")
     if layout.header_positions:
         problem = _check_headers(row, len(layout.columns), opts)
         if problem:
@@ -698,6 +692,21 @@ def _values_to_row(values: list[Any], layout: _Layout, opts):  # noqa: C901
             return None, ("bad_value", f"column {column.column_name}: {exc}")
     row["data"] = data
     return row, None
+
+
+def _header_value(name: str, value: Any, opts) -> str | None:
+    """Return a ``header__`` column's value as text.
+
+    The change mask is normalized, the timestamp canonical, other values stay as they are.
+    Raises ValueError for a bad mask or timestamp.
+    """
+    if name == "change_mask":
+        return normalize_mask_hex(value)
+    if name == "timestamp" and value is not None and value != "":
+        return canonical_timestamp(value, opts["subsecond_overflow"])
+    if value is not None and not isinstance(value, str):
+        return str(value)
+    return value
 
 
 def _check_headers(row: dict[str, Any], column_count: int, opts) -> tuple[str, str] | None:
