@@ -856,7 +856,7 @@ def _resync(state: _Trail, pos: int) -> int:
             pos += 1
 
 
-def _record(  # noqa: C901
+def _record(
     state: _Trail, start: int, end: int, opts, images: bool = True
 ) -> tuple[dict[str, Any], GGTable | None]:
     """Decode one framed ``G`` record; raises :class:`_Bad` for a record to reject.
@@ -864,57 +864,20 @@ def _record(  # noqa: C901
     With ``images`` false (a record already ingested, walked again for its TDR and tokens)
     the column data is not decoded.
     """
-    data, order = state.data, state.order
-    try:
-        tokens = _tokens(data, start + 4, end - 4, order)
-    except ValueError as exc:
-        raise _Bad(
-            "bad_subtokens", f"sub-token lengths do not sum to the record length: {exc}"
-        ) from exc
-    parts: dict[int, tuple[int, int]] = {}
-    for tid, _info, vs, ve in tokens:
-        parts.setdefault(tid, (vs, ve))
-    if 0x48 not in parts:
-        raise _Bad("no_record_header", "record has no 'H' header token")
-    hs, he = parts[0x48]
-    ghdr_struct = GHDR[order]
-    if he - hs < ghdr_struct.size:
-        raise _Bad(
-            "short_record_header", f"GHDR of {he - hs} bytes is shorter than {ghdr_struct.size}"
-        )
-    ghdr = data[hs:he]
-    header = GHdr._make(ghdr_struct.unpack_from(ghdr))
-    if header.hdr_ind != b"E":
-        raise _Bad("invalid_header_indicator", f"invalid header indicator {ghdr[0]:#04x}")
-    io_type, orig_node, io_time = header.io_type, header.orig_node, header.io_time
-    rec_length = header.rec_length
-    row: dict[str, Any] = {
-        **header._asdict(),
-        "hdr_ind": "E",
-        "before_after": header.before_after.decode("latin-1"),
-        "format_type": header.format_type.decode("latin-1"),
-        "io_time": julian_to_text(io_time, opts["subsecond_overflow"]) if io_time > 0 else None,
-        "audit_pos": str(header.audit_pos),
-    }
-    if io_type in NONSTOP_IO_TYPES:
-        raise _Bad(
-            "nonstop_io_type",
-            f"NonStop IOType {io_type} is not expected from an open-systems trail",
-        )
-    if opts["unknown_iotype"] == "reject" and io_type not in IO_TYPES:
-        raise _Bad("unknown_io_type", f"unknown IOType {io_type}")
-    if row["continued"] and opts["segments"] == "reject":
-        raise _Bad("segmented_record", "segmented record (Continued = Y) is not reassembled")
+    data = state.data
+    parts = _record_parts(state, start, end)
+    ghdr = data[slice(*parts[0x48])]
+    row = _header_row(state.order, ghdr, opts)
+    io_type, rec_length = row["io_type"], row["rec_length"]
     ds, de = parts.get(0x44, (0, 0))
     if 0x44 in parts and de - ds != rec_length:
         raise _Bad("rec_length_mismatch", f"RecLength {rec_length} but 'D' holds {de - ds} bytes")
     segment = bool(row["continued"]) or state.segmenting
     if segment:  # one segment of a longer record: its 'D' bytes wait for the others
         row["_segment_data"] = bytes(data[ds:de])
-    tokens_map = _ggs_tokens(state, parts.get(0x54))
-    _carry(state, row, tokens_map)
+    _carry(state, row, _ggs_tokens(state, parts.get(0x54)))
     if io_type == IOType.METADATA:
-        table = _metadata_record(state, ghdr, ds, de, orig_node)
+        table = _metadata_record(state, ghdr, ds, de, row["orig_node"])
         row.update(
             table_name=table.name if table else None,
             tdr_index=None,
@@ -938,6 +901,62 @@ def _record(  # noqa: C901
         return row, None
     _images(state, row, table, ds, de, opts)
     return row, None
+
+
+def _record_parts(state: _Trail, start: int, end: int) -> dict[int, tuple[int, int]]:
+    """Return the first value span of each sub-token id of a ``G`` record.
+
+    The ids are ``H`` header, ``D`` data, ``T`` tokens and so on. Raises :class:`_Bad` for
+    sub-tokens that do not add up, or a record without its header.
+    """
+    try:
+        tokens = _tokens(state.data, start + 4, end - 4, state.order)
+    except ValueError as exc:
+        raise _Bad(
+            "bad_subtokens", f"sub-token lengths do not sum to the record length: {exc}"
+        ) from exc
+    parts: dict[int, tuple[int, int]] = {}
+    for tid, _info, vs, ve in tokens:
+        parts.setdefault(tid, (vs, ve))
+    if 0x48 not in parts:
+        raise _Bad("no_record_header", "record has no 'H' header token")
+    return parts
+
+
+def _header_row(order: str, ghdr: bytes, opts: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the raw row's GHDR fields (:class:`GHdr`) of a record header.
+
+    Raises :class:`_Bad` for a header that is short or not written by Extract, a NonStop
+    IOType, an unknown IOType under ``unknown_iotype: reject``, or a segment under
+    ``segments: reject``.
+    """
+    ghdr_struct = GHDR[order]
+    if len(ghdr) < ghdr_struct.size:
+        raise _Bad(
+            "short_record_header", f"GHDR of {len(ghdr)} bytes is shorter than {ghdr_struct.size}"
+        )
+    header = GHdr._make(ghdr_struct.unpack_from(ghdr))
+    if header.hdr_ind != b"E":
+        raise _Bad("invalid_header_indicator", f"invalid header indicator {ghdr[0]:#04x}")
+    io_type, io_time = header.io_type, header.io_time
+    row = {
+        **header._asdict(),
+        "hdr_ind": "E",
+        "before_after": header.before_after.decode("latin-1"),
+        "format_type": header.format_type.decode("latin-1"),
+        "io_time": julian_to_text(io_time, opts["subsecond_overflow"]) if io_time > 0 else None,
+        "audit_pos": str(header.audit_pos),
+    }
+    if io_type in NONSTOP_IO_TYPES:
+        raise _Bad(
+            "nonstop_io_type",
+            f"NonStop IOType {io_type} is not expected from an open-systems trail",
+        )
+    if opts["unknown_iotype"] == "reject" and io_type not in IO_TYPES:
+        raise _Bad("unknown_io_type", f"unknown IOType {io_type}")
+    if header.continued and opts["segments"] == "reject":
+        raise _Bad("segmented_record", "segmented record (Continued = Y) is not reassembled")
+    return row
 
 
 def _images(
