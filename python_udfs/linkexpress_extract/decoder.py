@@ -588,60 +588,30 @@ class _File:
         except (struct.error, IndexError) as exc:
             raise _Framing("layout_mismatch", f"record does not parse: {exc}", end) from exc
 
-    def _fields(self, pos: int, cursor: int, end: int, length: int | None) -> ParsedRecord:  # noqa: C901
-        data, layout, H = self.data, self.layout, self.H
-        letter = layout.letter
+    def _fields(self, pos: int, cursor: int, end: int, length: int | None) -> ParsedRecord:
+        """Read a framed record's fields from ``cursor`` (after the record length) to ``end``.
+
+        The valid column count, extraction id and operation null indicator as its layout has
+        them, the operation, then the items of its table. Raises _Bad for a field or item
+        that does not check out.
+        """
+        data, letter = self.data, self.layout.letter
         valid = ext_id = None
         if letter in "CDE":
-            valid = H.unpack_from(data, cursor)[0]
-            cursor += 2
-            if letter in "DE" and valid == 1:  # commit record
-                if letter == "D":
-                    opnull = H.unpack_from(data, cursor)[0]
-                    cursor += 2
-                    if opnull != 0:
-                        raise _Bad(
-                            "bad_null_indicator",
-                            f"operation null indicator {opnull:04X} is not 0000",
-                        )
-                op = H.unpack_from(data, cursor)[0]
-                cursor += 2
-                if op != Operation.COMMIT:
-                    raise _Bad("bad_valid_count", f"valid column count 1 with operation {op:04X}")
-                if cursor != end:
-                    raise _Bad("layout_mismatch", f"commit record of {end - pos} bytes")
-                return ParsedRecord(pos, end - pos, valid, None, op, length, None)
+            valid, cursor = self._u16(cursor), cursor + 2
+            if letter in "DE" and valid == 1:
+                return self._commit_record(pos, cursor, end, length)
             if letter in "DE":
-                ext_id = H.unpack_from(data, cursor)[0]
-                cursor += 2
+                ext_id, cursor = self._u16(cursor), cursor + 2
             if letter in "CD":
-                opnull = H.unpack_from(data, cursor)[0]
-                cursor += 2
-                if opnull != 0:
-                    raise _Bad(
-                        "bad_null_indicator", f"operation null indicator {opnull:04X} is not 0000"
-                    )
-        op = H.unpack_from(data, cursor)[0]
-        cursor += 2
-        if op not in OPERATIONS or op == Operation.COMMIT:
-            where = "in a table-unit file" if op == Operation.COMMIT else ""
-            raise _Bad("unknown_operation", f"unknown operation 0x{op:04X} {where}".strip())
-        if letter == "C" and op in (Operation.FULL_EXTRACT, Operation.EMPTY_FULL_EXTRACT):
-            raise _Bad("unknown_operation", f"operation 0x{op:04X} in a JNL record")
-        reader, items = self.file_reader, self.file_items
-        if letter in "DE" and ext_id:
-            entry = self.tables.get(ext_id)
-            if entry is None:
-                raise _Bad(
-                    "unknown_extraction_id",
-                    f"extraction id {ext_id} is not in the catalog (cdc_tables.csv table_identifier) or extraction_ids",
-                )
-            items, reader = entry[1], self.readers[ext_id]
+                cursor = self._operation_null(cursor)
+        op, cursor = self._operation(cursor), cursor + 2
+        items, reader = self._table_of(ext_id)
+        group_fields = 2 if letter in "DE" else 1  # the operation, and the extraction id
         if op == Operation.EMPTY_FULL_EXTRACT:
-            expected_valid = 2 if letter in "DE" else 1
-            if valid is not None and valid != expected_valid:
+            if valid is not None and valid != group_fields:
                 raise _Bad(
-                    "bad_valid_count", f"valid column count {valid}, expected {expected_valid}"
+                    "bad_valid_count", f"valid column count {valid}, expected {group_fields}"
                 )
             if cursor != end:
                 raise _Bad("layout_mismatch", "empty full extract record carries items")
@@ -651,12 +621,9 @@ class _File:
                 "unknown_table",
                 "full-extract record whose table is not configured (full_extract_tables or a <SCHEMA>.<TABLE> folder)",
             )
-        if valid is not None:
-            expected_valid = len(items) + (2 if letter in "DE" else 1)
-            if valid != expected_valid:
-                raise _Bad(
-                    "bad_valid_count", f"valid column count {valid}, expected {expected_valid}"
-                )
+        if valid is not None and valid != len(items) + group_fields:
+            expected = len(items) + group_fields
+            raise _Bad("bad_valid_count", f"valid column count {valid}, expected {expected}")
         values, cursor = reader.read_items(data, cursor, end)
         if cursor != end:
             raise _Bad(
@@ -664,6 +631,63 @@ class _File:
                 f"items end at {cursor - pos} bytes, record is {end - pos} bytes (check null_indicators, logtype, catalog)",
             )
         return ParsedRecord(pos, end - pos, valid, ext_id, op, length, values)
+
+    def _u16(self, cursor: int) -> int:
+        return self.H.unpack_from(self.data, cursor)[0]
+
+    def _operation(self, cursor: int) -> int:
+        """Return the operation at ``cursor`` of a record that is no commit record.
+
+        Raises _Bad for a code that is no operation, a commit here, or a full extract in a
+        JNL record.
+        """
+        op = self._u16(cursor)
+        if op not in OPERATIONS or op == Operation.COMMIT:
+            where = "in a table-unit file" if op == Operation.COMMIT else ""
+            raise _Bad("unknown_operation", f"unknown operation 0x{op:04X} {where}".strip())
+        if self.layout.letter == "C" and op in (
+            Operation.FULL_EXTRACT,
+            Operation.EMPTY_FULL_EXTRACT,
+        ):
+            raise _Bad("unknown_operation", f"operation 0x{op:04X} in a JNL record")
+        return op
+
+    def _operation_null(self, cursor: int) -> int:
+        """Check the operation's null indicator (always 0000) at ``cursor``.
+
+        Returns the position after it; raises _Bad for another value.
+        """
+        opnull = self._u16(cursor)
+        if opnull != 0:
+            raise _Bad("bad_null_indicator", f"operation null indicator {opnull:04X} is not 0000")
+        return cursor + 2
+
+    def _commit_record(self, pos: int, cursor: int, end: int, length: int | None) -> ParsedRecord:
+        """Read a group unit's commit record (valid column count 1) after its count."""
+        if self.layout.letter == "D":
+            cursor = self._operation_null(cursor)
+        op, cursor = self._u16(cursor), cursor + 2
+        if op != Operation.COMMIT:
+            raise _Bad("bad_valid_count", f"valid column count 1 with operation {op:04X}")
+        if cursor != end:
+            raise _Bad("layout_mismatch", f"commit record of {end - pos} bytes")
+        return ParsedRecord(pos, end - pos, 1, None, op, length, None)
+
+    def _table_of(self, ext_id: int | None) -> tuple[list[Item] | None, _Reader | None]:
+        """Return the items and reader of a record's table.
+
+        That is its extraction id's table in a group-unit file, else the file's table. Raises
+        _Bad for an extraction id nothing declares.
+        """
+        if self.layout.letter not in "DE" or not ext_id:
+            return self.file_items, self.file_reader
+        entry = self.tables.get(ext_id)
+        if entry is None:
+            raise _Bad(
+                "unknown_extraction_id",
+                f"extraction id {ext_id} is not in the catalog (cdc_tables.csv table_identifier) or extraction_ids",
+            )
+        return entry[1], self.readers[ext_id]
 
 
 #: The shortest record of a length-prefixed layout, in bytes: C/D/E (False), A/B (True).
