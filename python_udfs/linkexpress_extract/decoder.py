@@ -720,7 +720,110 @@ _INT_DTYPES = {"SMALLINT": "i2", "INTEGER": "i4", "BIGINT": "i8"}
 _FLOAT_DTYPES = {"REAL": "f4", "DOUBLE": "f8"}
 
 
-def read_fixed_records(  # noqa: C901, PLR0915
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """The whole records of a fixed-length file as an ``n × size`` byte matrix (numpy)."""
+
+    rows: np.ndarray
+    order: str  # ">" or "<"
+    zoned_sign: str
+    reader: _Reader  # the record reader, whose item readers the value-by-value kinds share
+
+    def field(self, offset: int, width: int, dtype: str) -> np.ndarray:
+        """Column ``offset .. offset + width`` of every record as ``dtype`` in the byte order."""
+        columns = self.rows[:, offset : offset + width]
+        return np.ascontiguousarray(columns).view(self.order + dtype).ravel()
+
+
+#: ``(values, valid)`` of one item across all records: the raw values as the record reader
+#: makes them, and whether each checks out (False: that record is read again one by one).
+_ColumnValues = tuple[list[Any], np.ndarray]
+
+
+def _numpy_int(block: _Block, item: Item, offset: int, width: int) -> _ColumnValues:
+    values = block.field(offset, width, _INT_DTYPES[item.kind]).tolist()
+    return [str(v) for v in values], np.ones(len(values), dtype=bool)
+
+
+def _numpy_float(block: _Block, item: Item, offset: int, width: int) -> _ColumnValues:
+    values = block.field(offset, width, _FLOAT_DTYPES[item.kind]).tolist()
+    return [repr(float(v)) for v in values], np.ones(len(values), dtype=bool)
+
+
+def _numpy_packed(block: _Block, item: Item, offset: int, width: int) -> _ColumnValues:
+    cells = block.rows[:, offset : offset + width]
+    nibbles = np.stack([cells >> 4, cells & 0x0F], axis=2).reshape(len(cells), 2 * width)
+    digits, sign = nibbles[:, :-1], nibbles[:, -1]
+    valid = (digits <= 9).all(axis=1) & (sign >= 0x0A)
+    negative = (sign == 0x0B) | (sign == 0x0D)
+    return _digit_texts(digits, negative, item.scale), valid
+
+
+def _numpy_zoned(block: _Block, item: Item, offset: int, width: int) -> _ColumnValues:
+    cells = block.rows[:, offset : offset + width]
+    zone, last = cells[:, -1] >> 4, cells[:, -1] & 0x0F
+    body = cells[:, :-1]
+    signs = ZONED_SIGNS.get(block.zoned_sign, ZONED_SIGNS["auto"])
+    positive, negative = np.isin(zone, signs[0]), np.isin(zone, signs[1])
+    digits_ok = ((body >= 0x30) & (body <= 0x39)).all(axis=1) & (last <= 9)
+    digits = np.concatenate([body - 0x30, last[:, None]], axis=1)
+    return _digit_texts(digits, negative, item.scale), digits_ok & (positive | negative)
+
+
+def _numpy_text(block: _Block, item: Item, offset: int, width: int) -> _ColumnValues:
+    cells = block.rows[:, offset : offset + width]
+    return [(item.kind, bytes(r)) for r in cells], np.ones(len(cells), dtype=bool)
+
+
+def _numpy_varchar(block: _Block, item: Item, offset: int, width: int) -> _ColumnValues:
+    cells = block.rows[:, offset : offset + width]
+    counts = block.field(offset, 2, "u2")
+    if item.length_in_bytes:
+        valid = (counts % 2 == 0) & (counts <= 2 * item.n)
+        counts = counts // 2
+    else:
+        valid = counts <= item.n
+    unit = 2 if item.kind == "NVARCHAR" else 1
+    values = [
+        (item.kind, bytes(r[2 : 2 + unit * int(c)]))
+        for r, c in zip(cells, counts.tolist(), strict=True)
+    ]
+    return values, valid
+
+
+def _numpy_each(block: _Block, item: Item, offset: int, width: int) -> _ColumnValues:
+    """Read DATE, TIME, TIMESTAMP and INTERVAL items value by value.
+
+    Each is validated with the record reader's own function (:data:`_READERS`).
+    """
+    read, reader = _READERS[item.kind], block.reader
+    cells = block.rows[:, offset : offset + width]
+    values: list[Any] = []
+    valid = np.ones(len(cells), dtype=bool)
+    for k, r in enumerate(cells):
+        try:
+            values.append(read(reader, item, bytes(r)))
+        except ValueError:
+            values.append(None)
+            valid[k] = False
+    return values, valid
+
+
+#: The numpy reader of each item kind (:func:`read_fixed_records`).
+_NUMPY_READERS: dict[str, Callable[[_Block, Item, int, int], _ColumnValues]] = {
+    **dict.fromkeys(_INT_DTYPES, _numpy_int),
+    **dict.fromkeys(_FLOAT_DTYPES, _numpy_float),
+    "DECIMAL": _numpy_packed,
+    "NUMERIC": _numpy_zoned,
+    "CHAR": _numpy_text,
+    "NCHAR": _numpy_text,
+    "VARCHAR": _numpy_varchar,
+    "NVARCHAR": _numpy_varchar,
+    **dict.fromkeys(("DATE", "TIME", "TIMESTAMP", "INTERVAL"), _numpy_each),
+}
+
+
+def read_fixed_records(
     data: bytes, size: int, layout: Layout, items: Sequence[Item], zoned_sign: str
 ) -> list[ParsedRecord | None]:
     """Read the whole records of a fixed-length (NORMAL A/B) file column by column with numpy.
@@ -728,18 +831,14 @@ def read_fixed_records(  # noqa: C901, PLR0915
     Returns one entry per whole record: a :class:`ParsedRecord` when every check passed, or
     None when the record needs the record-by-record reader (which then reports the reject:
     unknown operation, bad null indicator, bad packed or zoned digit, invalid date…). Values
-    are the same as that reader's.
+    are the same as that reader's; each item kind has its reader (:data:`_NUMPY_READERS`).
     """
     n = len(data) // size
     if n == 0:
         return []
     rows = np.frombuffer(data, dtype=np.uint8, count=n * size).reshape(n, size)
-    order = layout.order
-
-    def field(offset: int, width: int, dtype: str) -> np.ndarray:
-        return np.ascontiguousarray(rows[:, offset : offset + width]).view(order + dtype).ravel()
-
-    op = field(0, 2, "u2")
+    block = _Block(rows, layout.order, zoned_sign, _Reader(items, layout, zoned_sign))
+    op = block.field(0, 2, "u2")
     ok = op <= Operation.DELETE
     columns: list[list[Any]] = []
     offset = 2
@@ -747,72 +846,11 @@ def read_fixed_records(  # noqa: C901, PLR0915
         width = item.normal_size()
         null = np.zeros(n, dtype=bool)
         if layout.null_indicators:
-            indicator = field(offset, 2, "u2")
+            indicator = block.field(offset, 2, "u2")
             ok &= (indicator == 0) | (indicator == 0xFFFF)
             null = indicator == 0xFFFF
             offset += 2
-        block = rows[:, offset : offset + width]
-        kind = item.kind
-        valid = np.ones(n, dtype=bool)
-        if kind in _INT_DTYPES:
-            values = [str(v) for v in field(offset, width, _INT_DTYPES[kind]).tolist()]
-        elif kind in _FLOAT_DTYPES:
-            values = [repr(float(v)) for v in field(offset, width, _FLOAT_DTYPES[kind]).tolist()]
-        elif kind == "DECIMAL":
-            nibbles = np.stack([block >> 4, block & 0x0F], axis=2).reshape(n, 2 * width)
-            digits, sign = nibbles[:, :-1], nibbles[:, -1]
-            valid = (digits <= 9).all(axis=1) & (sign >= 0x0A)
-            negative = (sign == 0x0B) | (sign == 0x0D)
-            values = _digit_texts(digits, negative, item.scale)
-        elif kind == "NUMERIC":
-            zone, last = block[:, -1] >> 4, block[:, -1] & 0x0F
-            body = block[:, :-1]
-            signs = ZONED_SIGNS.get(zoned_sign, ZONED_SIGNS["auto"])
-            positive, negative = np.isin(zone, signs[0]), np.isin(zone, signs[1])
-            valid = (
-                ((body >= 0x30) & (body <= 0x39)).all(axis=1) & (last <= 9) & (positive | negative)
-            )
-            digits = np.concatenate([body - 0x30, last[:, None]], axis=1)
-            values = _digit_texts(digits, negative, item.scale)
-        elif kind in ("CHAR", "NCHAR"):
-            values = [(kind, bytes(r)) for r in block]
-        elif kind in ("VARCHAR", "NVARCHAR"):
-            counts = field(offset, 2, "u2")
-            if item.length_in_bytes:
-                valid = (counts % 2 == 0) & (counts <= 2 * item.n)
-                counts = counts // 2
-            else:
-                valid = counts <= item.n
-            unit = 2 if kind == "NVARCHAR" else 1
-            values = [
-                (kind, bytes(r[2 : 2 + unit * int(c)]))
-                for r, c in zip(block, counts.tolist(), strict=True)
-            ]
-        elif kind == "INTERVAL":  # validated value by value
-            values = []
-            for k, r in enumerate(block):
-                try:
-                    values.append(interval_text(bytes(r), item.fields, order))
-                except ValueError:
-                    values.append(None)
-                    valid[k] = False
-        else:  # DATE, TIME, TIMESTAMP: validated value by value
-            values = []
-            for k, r in enumerate(block.tolist()):
-                try:
-                    if kind == "TIME":
-                        values.append(_time_text(*r))
-                        continue
-                    year = int.from_bytes(
-                        bytes(r[:2]), "big" if order == ">" else "little", signed=True
-                    )
-                    text = _date_text(year, r[2], r[3])
-                    if any(r[7:]):
-                        raise ValueError("the 4-byte filler after the timestamp is not zero")
-                    values.append(text + " " + _time_text(*r[4:7]) if kind == "TIMESTAMP" else text)
-                except ValueError:
-                    values.append(None)
-                    valid[k] = False
+        values, valid = _NUMPY_READERS[item.kind](block, item, offset, width)
         ok &= null | valid
         columns.append([None if z else v for z, v in zip(null.tolist(), values, strict=True)])
         offset += width
