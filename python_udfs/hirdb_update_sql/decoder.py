@@ -349,67 +349,84 @@ class _Parser:
                 return tuple(conds)
             self.keyword("AND")
 
-    def statement(self) -> Statement:  # noqa: C901
+    def statement(self) -> Statement:
+        """Parse the whole statement: an ``HDEEVENT`` comment or one of the verbs."""
         token = self.peek()
         if token is None:
             raise HiRDBError("unparsable_sql", "unparsable SQL: no statement after the stamp")
         if token.kind == "comment":
             self.i += 1
-            words = token.text.split()
-            if len(words) != 2 or words[0].upper() != "HDEEVENT":
-                raise HiRDBError("unparsable_sql", f"unknown comment /*{token.text}*/")
-            if not words[1].isdigit():
-                raise HiRDBError("bad_event", f"HDEEVENT code {words[1]!r} is not an integer")
-            if self.peek() is not None:
-                raise HiRDBError("unparsable_sql", "unparsable SQL: text after the event comment")
-            return Statement("EVENT", event_code=int(words[1]))
+            return self._event(token.text)
         verb = self.keyword("INSERT", "UPDATE", "DELETE", "PURGE", "COMMIT")
-        if verb == "COMMIT":
-            self.end()
-            return Statement("COMMIT")
-        if verb == "PURGE":
-            self.keyword("TABLE")
-            schema, table = self.table()
-            self.end()
-            return Statement("PURGE", schema, table)
-        if verb == "INSERT":
-            self.keyword("INTO")
-            schema, table = self.table()
-            self.punct("(")
-            columns = [self.ident()]
-            while self.at_punct(","):
-                self.punct(",")
-                columns.append(self.ident())
-            self.punct(")")
-            self.keyword("VALUES")
-            self.punct("(")
-            values = [self.value()]
-            while self.at_punct(","):
-                self.punct(",")
-                values.append(self.value())
-            self.punct(")")
-            self.end()
-            if len(columns) != len(values):
-                raise HiRDBError(
-                    "count_mismatch",
-                    f"column/value count mismatch ({len(columns)} columns, {len(values)} values)",
-                )
-            return Statement("INSERT", schema, table, tuple(columns), tuple(values))
-        if verb == "UPDATE":
-            schema, table = self.table()
-            self.keyword("SET")
-            columns, values = [], []
-            while True:
-                columns.append(self.ident())
-                self.punct("=")
-                values.append(self.value())
-                if not self.at_punct(","):
-                    break
-                self.punct(",")
-            self.keyword("WHERE")
-            where = self.conditions()
-            self.end()
-            return Statement("UPDATE", schema, table, tuple(columns), tuple(values), where)
+        return {
+            "COMMIT": self._commit,
+            "PURGE": self._purge,
+            "INSERT": self._insert,
+            "UPDATE": self._update,
+            "DELETE": self._delete,
+        }[verb]()
+
+    def _event(self, text: str) -> Statement:
+        words = text.split()
+        if len(words) != 2 or words[0].upper() != "HDEEVENT":
+            raise HiRDBError("unparsable_sql", f"unknown comment /*{text}*/")
+        if not words[1].isdigit():
+            raise HiRDBError("bad_event", f"HDEEVENT code {words[1]!r} is not an integer")
+        if self.peek() is not None:
+            raise HiRDBError("unparsable_sql", "unparsable SQL: text after the event comment")
+        return Statement("EVENT", event_code=int(words[1]))
+
+    def _commit(self) -> Statement:
+        self.end()
+        return Statement("COMMIT")
+
+    def _purge(self) -> Statement:
+        self.keyword("TABLE")
+        schema, table = self.table()
+        self.end()
+        return Statement("PURGE", schema, table)
+
+    def _listed(self, item) -> list:
+        """Parse ``( item, item … )``."""
+        self.punct("(")
+        items = [item()]
+        while self.at_punct(","):
+            self.punct(",")
+            items.append(item())
+        self.punct(")")
+        return items
+
+    def _insert(self) -> Statement:
+        self.keyword("INTO")
+        schema, table = self.table()
+        columns = self._listed(self.ident)
+        self.keyword("VALUES")
+        values = self._listed(self.value)
+        self.end()
+        if len(columns) != len(values):
+            raise HiRDBError(
+                "count_mismatch",
+                f"column/value count mismatch ({len(columns)} columns, {len(values)} values)",
+            )
+        return Statement("INSERT", schema, table, tuple(columns), tuple(values))
+
+    def _update(self) -> Statement:
+        schema, table = self.table()
+        self.keyword("SET")
+        columns, values = [], []
+        while True:
+            columns.append(self.ident())
+            self.punct("=")
+            values.append(self.value())
+            if not self.at_punct(","):
+                break
+            self.punct(",")
+        self.keyword("WHERE")
+        where = self.conditions()
+        self.end()
+        return Statement("UPDATE", schema, table, tuple(columns), tuple(values), where)
+
+    def _delete(self) -> Statement:
         self.keyword("FROM")
         schema, table = self.table()
         if self.peek() is None or self.at_punct(";"):
