@@ -909,7 +909,7 @@ def _is_commit(text: str) -> bool:
         return False
 
 
-def _line_row(  # noqa: C901
+def _line_row(
     text: str,
     tables: Mapping[tuple[str, str], tuple[Mapping[str, MetadataColumn], set[str]]] | None,
     encoding: str,
@@ -953,34 +953,65 @@ def _line_row(  # noqa: C901
         columns, keys = entry
     if statement.statement_type == "PURGE":
         return row
-    seen: set[str] = set()
-    data: dict[str, str | None] = {}
-    for position, (name, literal) in enumerate(
-        zip(statement.columns, statement.values, strict=True), start=1
-    ):
-        if name in seen:
-            raise HiRDBError("duplicate_column", f"column {name} named twice")
-        seen.add(name)
-        data_value = _column_value(name, literal, columns, encoding, opts, keys)
-        if columns is not None and name not in columns:
-            _note_drift(drifted, (statement.schema, statement.table, name), position, literal)
-        if data_value is not _ABSENT:
-            data[name] = data_value
-    where: dict[str, str | None] = {}
-    for name, literal in statement.where:
-        if literal.kind == "placeholder":
-            raise HiRDBError(
-                "placeholder_in_where", f"placeholder {literal.text} in WHERE ({name})"
-            )
-        where[name] = _column_value(name, literal, columns, encoding, opts, keys)
-        if columns is not None and name not in columns:
-            _note_drift(drifted, (statement.schema, statement.table, name), 0, literal)
+    typed = _StatementTyping(statement, columns, keys, encoding, opts, drifted)
+    data, where = typed.values(), typed.where()
     if statement.statement_type in ("INSERT", "UPDATE"):
         row["data"] = data
         row["column_names"] = list(statement.columns)
     if statement.statement_type in ("UPDATE", "DELETE"):
         row["where_data"] = where
     return row
+
+
+@dataclass(frozen=True, slots=True)
+class _StatementTyping:
+    """How one statement's literals become canonical text.
+
+    By the catalog's ``columns`` of its table (None: by their shape), noting the columns the
+    catalog lacks in ``drifted``.
+    """
+
+    statement: Statement
+    columns: Mapping[str, MetadataColumn] | None
+    keys: set[str]
+    encoding: str
+    opts: Mapping[str, Any]
+    drifted: dict[tuple[str, str, str], tuple[int, str] | None]
+
+    def _typed(self, name: str, literal: Literal, position: int) -> Any:
+        value = _column_value(name, literal, self.columns, self.encoding, self.opts, self.keys)
+        if self.columns is not None and name not in self.columns:
+            key = (self.statement.schema, self.statement.table, name)
+            _note_drift(self.drifted, key, position, literal)
+        return value
+
+    def values(self) -> dict[str, str | None]:
+        """Return the INSERT or SET values by column (a placeholder's column absent).
+
+        Raises HiRDBError for a column named twice.
+        """
+        data: dict[str, str | None] = {}
+        seen: set[str] = set()
+        pairs = zip(self.statement.columns, self.statement.values, strict=True)
+        for position, (name, literal) in enumerate(pairs, start=1):
+            if name in seen:
+                raise HiRDBError("duplicate_column", f"column {name} named twice")
+            seen.add(name)
+            value = self._typed(name, literal, position)
+            if value is not _ABSENT:
+                data[name] = value
+        return data
+
+    def where(self) -> dict[str, str | None]:
+        """Return the WHERE values by column; raise HiRDBError for a placeholder there."""
+        where: dict[str, str | None] = {}
+        for name, literal in self.statement.where:
+            if literal.kind == "placeholder":
+                raise HiRDBError(
+                    "placeholder_in_where", f"placeholder {literal.text} in WHERE ({name})"
+                )
+            where[name] = self._typed(name, literal, 0)
+        return where
 
 
 #: The HiRDB type a column the catalog lacks is given in ``raw_metadata``, by its literal's
