@@ -138,7 +138,7 @@ def _root(value: str, env: str, project_dir: Path) -> Path:
     return (path if path.is_absolute() else project_dir / path).resolve()
 
 
-def load_project(  # noqa: C901
+def load_project(
     project_dir: Path, extra_vars: Mapping[str, Any] | None = None, check_paths: bool = True
 ) -> ProjectConfig:
     """Read ``dbt_project.yml`` and the catalog seeds of ``project_dir`` and validate them.
@@ -188,39 +188,7 @@ def load_project(  # noqa: C901
         where = (
             f"{project_file}: vars.{'cdc_feeds' if name in own_feeds else 'cdc_demo_feeds'}.{name}"
         )
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", str(name)):
-            raise ConfigError(
-                f"{where}: a feed name is letters, digits and underscores (at most 64, not "
-                "starting with a digit): it names raw rows, typed models and files."
-            )
-        if not isinstance(spec, Mapping):
-            raise ConfigError(f"{where} must be a mapping with format, path and options.")
-        fmt = spec.get("format")
-        if fmt not in supported_formats():
-            raise ConfigError(
-                f"{where}: unknown format {fmt!r}. Use one of: {', '.join(supported_formats())}."
-            )
-        rel = spec.get("path")
-        if not rel:
-            raise ConfigError(f"{where}: `path` (landing sub-folder) is missing.")
-        path = (landing_root / str(rel)).resolve()
-        if check_paths and not path.is_dir():
-            raise ConfigError(
-                f"{where}: landing folder {path} does not exist. Create it, fix `path`, or set "
-                "CDC_LANDING_ROOT to the folder that holds it."
-            )
-        options = spec.get("options") or {}
-        if not isinstance(options, Mapping):
-            raise ConfigError(f"{where}.options must be a mapping.")
-        _check_options(where, fmt, options)
-        definitions = options.get("definitions")
-        if definitions and check_paths and not (landing_root / str(definitions)).is_file():
-            raise ConfigError(
-                f"{where}.options.definitions: sourcedefs file {landing_root / str(definitions)} does not "
-                "exist. Give its path relative to the landing root, or remove the option to use the "
-                "trail's own metadata records."
-            )
-        feeds[str(name)] = FeedConfig(str(name), fmt, path, dict(options))
+        feeds[str(name)] = _feed_config(where, name, spec, landing_root, check_paths)
     catalog, spark_types, identifiers = load_catalog(project_dir / "seeds", feeds, demo)
     return ProjectConfig(
         project_dir=project_dir.resolve(),
@@ -234,6 +202,50 @@ def load_project(  # noqa: C901
         demo=demo,
         demo_feeds=frozenset(str(name) for name in demo_feeds),
     )
+
+
+def _feed_config(
+    where: str, name: Any, spec: Any, landing_root: Path, check_paths: bool
+) -> FeedConfig:
+    """Check one feed's declaration (``where`` names it in messages) and return it.
+
+    Raises :class:`ConfigError` for a bad name, an unknown format, no ``path`` or (with
+    ``check_paths``) a landing folder that does not exist, options that are no mapping or that the format
+    does not have (:func:`_check_options`), or a sourcedefs file that does not exist.
+    """
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", str(name)):
+        raise ConfigError(
+            f"{where}: a feed name is letters, digits and underscores (at most 64, not "
+            "starting with a digit): it names raw rows, typed models and files."
+        )
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"{where} must be a mapping with format, path and options.")
+    fmt = spec.get("format")
+    if fmt not in supported_formats():
+        raise ConfigError(
+            f"{where}: unknown format {fmt!r}. Use one of: {', '.join(supported_formats())}."
+        )
+    rel = spec.get("path")
+    if not rel:
+        raise ConfigError(f"{where}: `path` (landing sub-folder) is missing.")
+    path = (landing_root / str(rel)).resolve()
+    if check_paths and not path.is_dir():
+        raise ConfigError(
+            f"{where}: landing folder {path} does not exist. Create it, fix `path`, or set "
+            "CDC_LANDING_ROOT to the folder that holds it."
+        )
+    options = spec.get("options") or {}
+    if not isinstance(options, Mapping):
+        raise ConfigError(f"{where}.options must be a mapping.")
+    _check_options(where, fmt, options)
+    definitions = options.get("definitions")
+    if definitions and check_paths and not (landing_root / str(definitions)).is_file():
+        raise ConfigError(
+            f"{where}.options.definitions: sourcedefs file {landing_root / str(definitions)} does not "
+            "exist. Give its path relative to the landing root, or remove the option to use the "
+            "trail's own metadata records."
+        )
+    return FeedConfig(str(name), fmt, path, dict(options))
 
 
 def supported_formats() -> tuple[str, ...]:
