@@ -247,7 +247,7 @@ def decode_candidate(
     )
 
 
-def file_outputs(  # noqa: C901, PLR0915
+def file_outputs(
     candidate: Mapping[str, Any],
     content: bytes | Gunzipped,
     context: Mapping[str, Any],
@@ -285,7 +285,6 @@ def file_outputs(  # noqa: C901, PLR0915
     if ranges:
         content = content[: candidate["end"]]
     size = len(content)
-    duplicate_of = candidate.get("duplicate_of")
     manifest = {
         "feed": feed,
         "source_file": source_file,
@@ -297,84 +296,170 @@ def file_outputs(  # noqa: C901, PLR0915
         "warnings": [],
         "message": None,
     }
-    out: list[dict] = []
+    # One pass over the file: the hash of the ingested prefix is extended to the new end and
+    # then to the whole file.
+    hashes = _FileHashes(memoryview(content), start)
+    early = _not_decoded(candidate, content, manifest, hashes, cut)
+    if early is not None:
+        return early
+    result = _decoded(candidate, content, context, cut, cut_pending, ranges, columnar)
+    out, arrow_rows, arrow_last_index = _result_outputs(candidate, result)
+    end = max(result.consumed_end, start)
+    last_index = max(
+        [candidate["start_index"], arrow_last_index]
+        + [r["record_index"] for r in result.rows]
+        + [r.record_index for r in result.rejects]
+    )
+    whole = end == size and not cut_pending
+    prefix_sha256 = hashes.prefix_to(end)  # before the whole file's hash, which continues it
+    manifest.update(
+        sha256=hashes.whole_file(end),
+        byte_end=end,
+        prefix_sha256=prefix_sha256,
+        record_index_end=last_index,
+        rows=len(result.rows) + arrow_rows,
+        rejects=len(result.rejects),
+        reject_bytes=sum(r.length for r in result.rejects),
+        status="ingested" if whole else "partial",
+        warnings=result.warnings,
+        message=None
+        if whole
+        else f"{size - end} bytes of an incomplete record left for the next run"
+        + (" (decompressed; the gzip stream is not whole yet)" if cut_pending else ""),
+    )
+    if ranges:
+        manifest.update(
+            status=RESTAGED,
+            message=(
+                f"restaged {len(ranges)} rejected range(s): {len(result.rows)} record(s) "
+                f"decoded, {len(result.rejects)} still rejected"
+            ),
+        )
+    out.append({"kind": "raw_ingested_files", "raw_ingested_files": manifest})
+    return out
+
+
+class _FileHashes:
+    """SHA-256 of a file's bytes in one pass.
+
+    The ingested prefix (up to ``start``), extended to the new end, and from any position
+    to the whole file.
+    """
+
+    def __init__(self, view: memoryview, start: int) -> None:
+        self.view, self.start = view, start
+        self.running = hashlib.sha256(view[:start])
+
+    def prefix(self) -> str:
+        """Return the hash of the bytes ingested before (up to ``start``)."""
+        return self.running.hexdigest()
+
+    def whole_file(self, position: int) -> str:
+        """Return the hash of the whole file: the running hash continued from ``position``."""
+        rest = self.running.copy()
+        rest.update(self.view[position:])
+        return rest.hexdigest()
+
+    def prefix_to(self, end: int) -> str:
+        """Extend the running hash over ``start .. end``; return it (the new prefix's hash)."""
+        self.running.update(self.view[self.start : end])
+        return self.running.hexdigest()
+
+
+def _reject_row(feed: str, source_file: str, rej: Reject) -> dict:
+    """Return the decode-pass row of one reject (raw table ``raw_rejects``)."""
+    return {
+        "kind": "raw_rejects",
+        "raw_rejects": {
+            "feed": feed,
+            "source_file": source_file,
+            "record_offset": rej.offset,
+            "record_length": rej.length,
+            "record_index": rej.record_index,
+            "reason": rej.reason,
+            "message": rej.message,
+            "excerpt_hex": rej.excerpt,
+        },
+    }
+
+
+def _not_decoded(
+    candidate: Mapping[str, Any],
+    content: bytes,
+    manifest: dict[str, Any],
+    hashes: _FileHashes,
+    cut: tuple[str, str, str] | None,
+) -> list[dict] | None:
+    """Return the outputs of a file that is not decoded, or None for one to decode.
+
+    A re-delivery of a file applied before (``duplicate``), a file whose ingested prefix
+    changed (``refused``, one ``prefix_changed`` reject) and a file touched but not grown.
+    """
+    start, size = candidate["start"], len(content)
+    nothing = dict(record_index_end=candidate["start_index"], rows=0, rejects=0, reject_bytes=0)
+    duplicate_of = candidate.get("duplicate_of")
     if duplicate_of:  # the same bytes as a file applied before: counted, not applied again
         manifest.update(
             sha256=hashlib.sha256(content).hexdigest(),
             byte_end=size,
             prefix_sha256=None,
-            record_index_end=candidate["start_index"],
-            rows=0,
-            rejects=0,
-            reject_bytes=0,
+            **nothing,
             status="duplicate",
             message=f"same bytes as {duplicate_of}: delivered again, not applied again",
         )
         return [{"kind": "raw_ingested_files", "raw_ingested_files": manifest}]
-
-    def reject_row(rej: Reject) -> dict:
-        return {
-            "kind": "raw_rejects",
-            "raw_rejects": {
-                "feed": feed,
-                "source_file": source_file,
-                "record_offset": rej.offset,
-                "record_length": rej.length,
-                "record_index": rej.record_index,
-                "reason": rej.reason,
-                "message": rej.message,
-                "excerpt_hex": rej.excerpt,
-            },
-        }
-
-    # One pass over the file: the hash of the ingested prefix is extended to the new end and
-    # then to the whole file.
-    view = memoryview(content)
-    running = hashlib.sha256(view[:start])
-
-    def whole_file_sha256(position: int) -> str:
-        rest = running.copy()
-        rest.update(view[position:])
-        return rest.hexdigest()
-
     expected = candidate["expected_prefix_sha256"]
-    if start and (size < start or running.hexdigest() != expected):
+    if start and (size < start or hashes.prefix() != expected):
         message = (
             f"the first {start} bytes, ingested before, changed (file is now {size} bytes); "
             "the file is refused. Land changed data as a new file."
         )
-        out.append(reject_row(Reject.of(content, 0, size, 0, "prefix_changed", message)))
+        reject = Reject.of(content, 0, size, 0, "prefix_changed", message)
         manifest.update(
-            sha256=whole_file_sha256(min(start, size)),
+            sha256=hashes.whole_file(min(start, size)),
             byte_end=start,
             prefix_sha256=expected,
-            record_index_end=candidate["start_index"],
-            rows=0,
-            rejects=1,
-            reject_bytes=size,
+            **{**nothing, "rejects": 1, "reject_bytes": size},
             status="refused",
             message=message,
         )
-        out.append({"kind": "raw_ingested_files", "raw_ingested_files": manifest})
-        return out
+        return [
+            _reject_row(candidate["feed"], candidate["source_file"], reject),
+            {"kind": "raw_ingested_files", "raw_ingested_files": manifest},
+        ]
     if start and start == size and cut is None:  # touched but not grown: nothing to decode
         manifest.update(
-            sha256=whole_file_sha256(start),
+            sha256=hashes.whole_file(start),
             byte_end=start,
             prefix_sha256=expected,
-            record_index_end=candidate["start_index"],
-            rows=0,
-            rejects=0,
-            reject_bytes=0,
+            **nothing,
             status="ingested",
         )
-        out.append({"kind": "raw_ingested_files", "raw_ingested_files": manifest})
-        return out
+        return [{"kind": "raw_ingested_files", "raw_ingested_files": manifest}]
+    return None
+
+
+def _decoded(
+    candidate: Mapping[str, Any],
+    content: bytes,
+    context: Mapping[str, Any],
+    cut: tuple[str, str, str] | None,
+    cut_pending: bool,
+    ranges: list[tuple[int, int]],
+    columnar: bool,
+) -> DecodeResult:
+    """Decode the file from its start (:func:`decode_candidate`).
+
+    Adds the reject of a gzip cut and, for a restage, keeps only the records within
+    ``ranges``. A decoder exception becomes one ``decoder_error`` reject of the rest of the
+    file.
+    """
+    start, size = candidate["start"], len(content)
     try:
         result = decode_candidate(
             candidate["format"],
             content,
-            source_file,
+            candidate["source_file"],
             start,
             candidate["start_index"],
             candidate["sidecar"],
@@ -390,12 +475,24 @@ def file_outputs(  # noqa: C901, PLR0915
         result.consumed_end = size
     if ranges:
         result = _within(result, ranges)
+    return result
+
+
+def _result_outputs(
+    candidate: Mapping[str, Any], result: DecodeResult
+) -> tuple[list[dict], int, int]:
+    """Return the decode-pass rows of a decoded file's rows, Arrow table, rejects, metadata.
+
+    Returns them with the Arrow table's row count and its last record index (the
+    candidate's start index when there is none).
+    """
+    feed, source_file = candidate["feed"], candidate["source_file"]
     table = FORMATS[candidate["format"]].raw_table
     # a map column stays a dict: pyarrow converts dicts to maps directly (several times faster
     # than from lists of pairs)
-    out.extend(
+    out: list[dict] = [
         {"kind": table, table: dict(row, feed=feed, source_file=source_file)} for row in result.rows
-    )
+    ]
     arrow_rows, arrow_last_index = 0, candidate["start_index"]
     if result.table is not None and result.table.num_rows:
         arrow_rows = result.table.num_rows
@@ -405,43 +502,12 @@ def file_outputs(  # noqa: C901, PLR0915
             "source_file", pa.repeat(pa.scalar(source_file), arrow_rows)
         )
         out.append({"kind": table, "arrow": rows_table})
-    out.extend(reject_row(rej) for rej in result.rejects)
+    out.extend(_reject_row(feed, source_file, rej) for rej in result.rejects)
     for col in result.metadata:
         meta = asdict(col)
         meta.update(feed=feed, source_file=source_file)
         out.append({"kind": "raw_metadata", "raw_metadata": meta})
-    end = max(result.consumed_end, start)
-    last_index = max(
-        [candidate["start_index"], arrow_last_index]
-        + [r["record_index"] for r in result.rows]
-        + [r.record_index for r in result.rejects]
-    )
-    running.update(view[start:end])
-    manifest.update(
-        sha256=whole_file_sha256(end),
-        byte_end=end,
-        prefix_sha256=running.hexdigest(),
-        record_index_end=last_index,
-        rows=len(result.rows) + arrow_rows,
-        rejects=len(result.rejects),
-        reject_bytes=sum(r.length for r in result.rejects),
-        status="ingested" if end == size and not cut_pending else "partial",
-        warnings=result.warnings,
-        message=None
-        if end == size and not cut_pending
-        else f"{size - end} bytes of an incomplete record left for the next run"
-        + (" (decompressed; the gzip stream is not whole yet)" if cut_pending else ""),
-    )
-    if ranges:
-        manifest.update(
-            status=RESTAGED,
-            message=(
-                f"restaged {len(ranges)} rejected range(s): {len(result.rows)} record(s) "
-                f"decoded, {len(result.rejects)} still rejected"
-            ),
-        )
-    out.append({"kind": "raw_ingested_files", "raw_ingested_files": manifest})
-    return out
+    return out, arrow_rows, arrow_last_index
 
 
 def _cut_reject(data: bytes | bytearray, offset: int, cut: tuple[str, str, str]) -> Reject:
