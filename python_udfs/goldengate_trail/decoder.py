@@ -90,6 +90,20 @@ class IOType(enum.IntEnum):
     METADATA = 170  # DDR (OrigNode 1) or TDR (OrigNode 2)
 
 
+class TokenId(enum.IntEnum):
+    """The ids of a trail's record tokens and of a ``G`` record's sub-tokens.
+
+    formats/goldengate_trail.md, *Layout*: ``'F' 'G' 'Z'`` and ``'H' 'D' 'T'``.
+    """
+
+    FILE_HEADER = 0x46  # 'F': once, at offset 0
+    RECORD = 0x47  # 'G': every other record
+    TRAILER = 0x5A  # 'Z': ends every record, repeating its length
+    HEADER = 0x48  # 'H': the record header, GHDR
+    DATA = 0x44  # 'D': the data area, GHDR.RecLength bytes
+    TOKENS = 0x54  # 'T': the GGS tokens
+
+
 class TransInd(enum.IntEnum):
     """GHDR TransInd: the record's place in its transaction (formats/goldengate_trail.md)."""
 
@@ -362,11 +376,11 @@ def detect_byte_order(data: bytes) -> str | None:
     Rule: take the length both ways; keep the order for which ``rec[L-4] == 'Z'`` and the
     trailer repeats ``L`` (formats/goldengate_trail.md, option ``byte_order``).
     """
-    if len(data) < 8 or data[0] != 0x46:
+    if len(data) < 8 or data[0] != TokenId.FILE_HEADER:
         return None
     for order in (">", "<"):
         (length,) = struct.unpack_from(order + "H", data, 2)
-        if 8 <= length <= len(data) and data[length - 4] == 0x5A:
+        if 8 <= length <= len(data) and data[length - 4] == TokenId.TRAILER:
             (trailer,) = struct.unpack_from(order + "H", data, length - 2)
             if trailer == length:
                 return order
@@ -826,7 +840,7 @@ def _frame(state: _Trail, pos: int) -> int:
     data = state.data
     if pos + 4 > len(data):
         raise _Bad("truncated_record", f"truncated record at RBA {pos}")
-    if data[pos] != 0x47:
+    if data[pos] != TokenId.RECORD:
         raise _Bad("bad_record_token", f"record token {data[pos]:#04x} is not 'G' at RBA {pos}")
     (length,) = state.u16.unpack_from(data, pos + 2)
     if length < 8:
@@ -835,7 +849,10 @@ def _frame(state: _Trail, pos: int) -> int:
         raise _Bad(
             "truncated_record", f"truncated record at RBA {pos}: length {length} overruns the file"
         )
-    if data[pos + length - 4] != 0x5A or state.u16.unpack_from(data, pos + length - 2)[0] != length:
+    if (
+        data[pos + length - 4] != TokenId.TRAILER
+        or state.u16.unpack_from(data, pos + length - 2)[0] != length
+    ):
         raise _Bad(
             "bad_trailer", f"trailer of the record at RBA {pos} does not match its length {length}"
         )
@@ -866,16 +883,16 @@ def _record(
     """
     data = state.data
     parts = _record_parts(state, start, end)
-    ghdr = data[slice(*parts[0x48])]
+    ghdr = data[slice(*parts[TokenId.HEADER])]
     row = _header_row(state.order, ghdr, opts)
     io_type, rec_length = row["io_type"], row["rec_length"]
-    ds, de = parts.get(0x44, (0, 0))
-    if 0x44 in parts and de - ds != rec_length:
+    ds, de = parts.get(TokenId.DATA, (0, 0))
+    if TokenId.DATA in parts and de - ds != rec_length:
         raise _Bad("rec_length_mismatch", f"RecLength {rec_length} but 'D' holds {de - ds} bytes")
     segment = bool(row["continued"]) or state.segmenting
     if segment:  # one segment of a longer record: its 'D' bytes wait for the others
         row["_segment_data"] = bytes(data[ds:de])
-    _carry(state, row, _ggs_tokens(state, parts.get(0x54)))
+    _carry(state, row, _ggs_tokens(state, parts.get(TokenId.TOKENS)))
     if io_type == IOType.METADATA:
         table = _metadata_record(state, ghdr, ds, de, row["orig_node"])
         row.update(
@@ -897,7 +914,13 @@ def _record(
     _set_table(row, table.name if table else table_name)
     row["column_names"] = [c.name for c in table.columns] if table else None
     row["data"], row["before_data"] = None, None
-    if segment or not images or table is None or 0x44 not in parts or io_type in NO_ROW_IMAGE:
+    if (
+        segment
+        or not images
+        or table is None
+        or TokenId.DATA not in parts
+        or io_type in NO_ROW_IMAGE
+    ):
         return row, None
     _images(state, row, table, ds, de, opts)
     return row, None
@@ -918,7 +941,7 @@ def _record_parts(state: _Trail, start: int, end: int) -> dict[int, tuple[int, i
     parts: dict[int, tuple[int, int]] = {}
     for tid, _info, vs, ve in tokens:
         parts.setdefault(tid, (vs, ve))
-    if 0x48 not in parts:
+    if TokenId.HEADER not in parts:
         raise _Bad("no_record_header", "record has no 'H' header token")
     return parts
 
