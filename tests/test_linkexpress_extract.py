@@ -642,3 +642,31 @@ def test_interval_layout_option_is_checked_when_the_project_loads():
     ):
         with pytest.raises(ConfigError, match="interval_layout"):
             _check_options("f", "linkexpress_extract", {"interval_layout": bad})
+
+
+@pytest.mark.parametrize(
+    "raw,fields,text",
+    [
+        ("00 5A 05", [["SIGN", 1], ["MINUTE", 1], ["SECOND", 1]], "0 01:30:05"),
+        ("2D 0030", [["SIGN", 1], ["HOUR", 2]], "-2 00:00:00"),
+        ("00 1E", [["SIGN", 1], ["MONTH", 1]], "2-6"),
+        ("FF 000A 0B", [["SIGN", 1], ["YEAR", 2], ["MONTH", 1]], "-10-11"),
+        ("01 3C", [["MINUTE", 1], ["SECOND", 1]], None),  # second 60 after a minute
+        ("01 0C", [["YEAR", 1], ["MONTH", 1]], None),  # month 12 after a year
+        ("7F 01", [["SIGN", 1], ["DAY", 1]], None),  # not a sign byte
+    ],
+)
+def test_interval_values_are_normalized_and_only_a_leading_field_may_exceed_its_unit(
+    raw, fields, text
+):
+    """Option interval_layout: values read as Spark casts them. A leading field may exceed
+    its unit (90 minutes of an INTERVAL MINUTE TO SECOND read 1 hour 30), a field after
+    another may not (a reject), and a sign byte must be 00/+ or 01/FF/-."""
+    from python_udfs.linkexpress_extract.decoder import interval_text
+
+    layout = [(f, size) for f, size in fields]
+    if text is None:
+        with pytest.raises(ValueError):
+            interval_text(h(raw), layout, ">")
+    else:
+        assert interval_text(h(raw), layout, ">") == text

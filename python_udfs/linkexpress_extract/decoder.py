@@ -325,7 +325,15 @@ def zoned_text(raw: bytes, scale: int, mode: str = "auto") -> str:
 INTERVAL_FIELDS = ("SIGN", "YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND", "MICROSECOND")
 #: The sign bytes of an INTERVAL item: ``00`` or ``+`` positive, ``01``, ``FF`` or ``-`` negative.
 _INTERVAL_SIGNS = {0x00: "", 0x2B: "", 0x01: "-", 0xFF: "-", 0x2D: "-"}
-_DAY_TIME_LIMITS = {"HOUR": 24, "MINUTE": 60, "SECOND": 60, "MICROSECOND": 1_000_000}
+#: Each field's unit in the next smaller one (a leading field is not bounded by it).
+_INTERVAL_UNITS = {"YEAR": 12, "DAY": 24, "HOUR": 60, "MINUTE": 60, "SECOND": 1_000_000}
+_SMALLER = {
+    "YEAR": "MONTH",
+    "DAY": "HOUR",
+    "HOUR": "MINUTE",
+    "MINUTE": "SECOND",
+    "SECOND": "MICROSECOND",
+}
 
 
 def interval_text(raw: bytes, fields: Sequence[tuple[str, int]], order: str) -> str:
@@ -334,7 +342,9 @@ def interval_text(raw: bytes, fields: Sequence[tuple[str, int]], order: str) -> 
     ``fields`` are ``(field, bytes)`` in file order (:data:`INTERVAL_FIELDS`); the integers are
     unsigned, in byte order ``order`` (``>`` or ``<``). Year-month intervals read ``[-]Y-M``,
     day-time intervals ``[-]D HH:MM:SS[.ffffff]`` (the strings Spark casts to its interval
-    types). Raises ValueError for an unknown sign byte or a field out of its range.
+    types), normalized: a leading field may exceed its unit (``INTERVAL MINUTE TO SECOND`` of
+    90 minutes reads ``0 01:30:00``), a field after another may not. Raises ValueError for an
+    unknown sign byte or a field out of its range.
     """
     byteorder = "big" if order == ">" else "little"
     sign, parts, pos = "", {}, 0
@@ -346,16 +356,19 @@ def interval_text(raw: bytes, fields: Sequence[tuple[str, int]], order: str) -> 
             sign = _INTERVAL_SIGNS[chunk[0]]
         else:
             parts[field] = int.from_bytes(chunk, byteorder)
-    if not parts.keys() & {"YEAR", "MONTH"}:
-        for field, limit in _DAY_TIME_LIMITS.items():
-            if parts.get(field, 0) >= limit and (field != "HOUR" or "DAY" in parts):
-                raise ValueError(f"interval {field.lower()} {parts[field]} out of range")
-        text = f"{sign}{parts.get('DAY', 0)} {parts.get('HOUR', 0):02d}:"
-        text += f"{parts.get('MINUTE', 0):02d}:{parts.get('SECOND', 0):02d}"
-        return text + (f".{parts['MICROSECOND']:06d}" if "MICROSECOND" in parts else "")
-    if parts.get("MONTH", 0) >= 12 and "YEAR" in parts:
-        raise ValueError(f"interval month {parts['MONTH']} out of range")
-    return f"{sign}{parts.get('YEAR', 0)}-{parts.get('MONTH', 0)}"
+    for larger, unit in _INTERVAL_UNITS.items():
+        smaller = _SMALLER[larger]
+        if larger in parts and parts.get(smaller, 0) >= unit:
+            raise ValueError(f"interval {smaller.lower()} {parts[smaller]} out of range")
+    if parts.keys() & {"YEAR", "MONTH"}:
+        years, months = divmod(parts.get("YEAR", 0) * 12 + parts.get("MONTH", 0), 12)
+        return f"{sign}{years}-{months}"
+    day, hour, minute, second = (parts.get(f, 0) for f in ("DAY", "HOUR", "MINUTE", "SECOND"))
+    total = (((day * 24 + hour) * 60 + minute) * 60 + second) * 1_000_000
+    minutes, micro = divmod(total + parts.get("MICROSECOND", 0), 60_000_000)
+    days, minutes = divmod(minutes, 24 * 60)
+    text = f"{sign}{days} {minutes // 60:02d}:{minutes % 60:02d}:{micro // 1_000_000:02d}"
+    return text + (f".{micro % 1_000_000:06d}" if "MICROSECOND" in parts else "")
 
 
 def _date_text(year: int, month: int, day: int) -> str:
