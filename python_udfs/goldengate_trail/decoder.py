@@ -159,8 +159,8 @@ class GHdr(NamedTuple):
 
 #: :class:`GHdr` as bytes, per byte order (``>``, ``<``): 34 bytes.
 GHDR = {order: struct.Struct(order + "cBBcHBBqQIBcBBBB") for order in "><"}
-#: The TDR index of a metadata record: the u16 at GHDR offset 26 (AuditRBA's second half).
-GHDR_TDR_INDEX = ({order: struct.Struct(order + "H") for order in "><"}, 26)
+#: GHDR offset of a metadata record's TDR index, a u16 (AuditRBA's second half).
+GHDR_TDR_INDEX_OFFSET = 26
 #: NonStop TMF IOTypes, not expected from open systems: rejected.
 NONSTOP_IO_TYPES = {1, 2, 4, 6, 7, 8, 9, 11, 12, 13, 14, 16, 17, 18, 19}
 JULIAN_UNIX_OFFSET_US = 210_866_760_000_000_000
@@ -1093,8 +1093,7 @@ def _metadata_record(
     name, _ = _table_reference(ghdr)
     if not name:
         raise _Bad("bad_metadata_record", "TDR without a table name")
-    structs, offset = GHDR_TDR_INDEX
-    tdr_index = structs[state.order].unpack_from(ghdr, offset)[0]
+    tdr_index = state.u16.unpack_from(ghdr, GHDR_TDR_INDEX_OFFSET)[0]
     data, order = state.data, state.order
     try:
         (outer,) = [t for t in _tokens(data, ds, de, order) if t[0] == 0x30]
