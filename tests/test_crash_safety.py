@@ -152,29 +152,32 @@ GENERATION_BEFORE_ALL = "00000000T000000000000"
 
 
 def _put_watermark_behind_state(project: Path, landing: Path, lake: Path) -> None:
-    """Set int_key_state's watermark (table property cdc.state_generation) behind the
-    generation its rows hold, here before every generation: what a run killed after writing
-    the state and before its post-hook leaves (one generation behind). The next run applies
-    the generations after it again, and every key they touch is rebuilt from all its changes,
-    its state holding them already (int_apply_keys)."""
-    cdc(
-        project,
-        "sql",
-        "alter table cdc.int_key_state set tblproperties "
-        f"('cdc.state_generation' = '{GENERATION_BEFORE_ALL}')",
-        landing=landing,
-        lake=lake,
+    """Set one feed's state_generation in int_key_state before every generation, its rows
+    kept. A run killed while Spark moves the state's feed partitions into place leaves the
+    feeds moved at the new generation and the others at the previous one; here a feed's rows
+    are the newest and its generation the oldest, the harder case. The watermark is the
+    smallest generation (cdc_state_watermark, ADR 0025), so the next run applies every
+    generation again, and every key they touch is rebuilt from all its changes, its state
+    holding them already (int_apply_keys)."""
+    columns = (
+        "source_schema, source_table, primary_key, key_id, current_version, last_event_order, "
+        "rebuilt_generation, version_count"
     )
+    feed = sorted(FEEDS)[0]
+    for statement in (
+        "create table cdc.key_state_copy as select * from cdc.int_key_state",
+        f"insert overwrite table cdc.int_key_state partition (feed = '{feed}') "
+        f"select {columns}, '{GENERATION_BEFORE_ALL}' as state_generation "
+        f"from cdc.key_state_copy where feed = '{feed}'",
+        "drop table cdc.key_state_copy",
+    ):
+        cdc(project, "sql", statement, landing=landing, lake=lake)
+    assert _state_generations(lake) > {GENERATION_BEFORE_ALL}
 
 
-def _watermark(project: Path, landing: Path, lake: Path) -> str:
-    """The watermark the next run reads: int_key_state's table property cdc.state_generation."""
-    (row,) = [
-        r
-        for r in query(project, "show tblproperties cdc.int_key_state", landing=landing, lake=lake)
-        if r["key"] == "cdc.state_generation"
-    ]
-    return row["value"]
+def _state_generations(lake: Path) -> set[str]:
+    """The generations int_key_state's rows hold (one once a run completes)."""
+    return {r["state_generation"] for r in read_mart(lake, "int_key_state")}
 
 
 def _marts(project: Path, landing: Path, lake: Path) -> dict:
@@ -237,10 +240,9 @@ def test_runs_killed_at_any_point_and_rerun_build_the_same_marts(tmp_path, clean
         if k == 0:
             _leave_orphan_folder(project, landing, lake, "current_state")
             _put_watermark_behind_state(project, landing, lake)
-    # the run that applied last recorded its generation, the one its key state holds
-    assert {r["state_generation"] for r in read_mart(lake, "int_key_state")} == {
-        _watermark(project, landing, lake)
-    }
+    # the run that applied last wrote its generation into every row of the state
+    assert len(_state_generations(lake)) == 1
+    assert _state_generations(lake) != {GENERATION_BEFORE_ALL}
     killed = _marts(project, landing, lake)
     assert len(uninterrupted["change_log"]) > 100 and uninterrupted["pending_changes"]
     assert len({json.loads(r)["change_id"] for r in killed["change_log"]}) == len(

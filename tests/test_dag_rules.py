@@ -90,6 +90,16 @@ def test_no_staging_model_depends_on_an_intermediate_model(manifest):
     assert wrong == []
 
 
+def test_the_previous_key_state_is_a_declared_source(manifest):
+    # read by the models that plan the apply (ADR 0025), written by int_key_state
+    models = {n["name"]: n for n in _models(manifest).values()}
+    state = "source.cdc_changelog.cdc_state.int_key_state"
+    assert state in manifest["sources"]
+    readers = sorted(name for name, node in models.items() if state in node["depends_on"]["nodes"])
+    assert readers == ["int_apply_events", "int_apply_keys", "int_key_changes"]
+    assert manifest["sources"][state]["identifier"] == models["int_key_state"]["alias"]
+
+
 #: Calls that read the lake's tables when SQL compiles.
 COMPILE_TIME_READS = (
     "run_query(",
@@ -102,10 +112,8 @@ COMPILE_TIME_READS = (
 #: still here (issue 45 keeps the rest open). A new entry fails the test below: state of earlier
 #: runs is a declared source or ``this``, and a run's plan is not chosen from data.
 REMAINING_COMPILE_TIME_READS = {
-    # the previous key state and its watermark (table property): a declared source once the
-    # state is a Delta table (issue 44); and whether a key change is on record (ADR 0020)
+    # whether a key change is on record, to leave the key-change closure out (ADR 0020)
     "int_apply_keys",
-    "cdc_state_watermark",
     # the key-change lineages planned only when the run's events hold a key change, and the
     # tables whose images carry different column sets, for the per-column fill
     "int_history_versions",

@@ -17,8 +17,6 @@
     buckets=var('cdc_apply_buckets'),
 ) }}
 
-{%- set watermark = cdc_state_watermark() %}
-
 with
 
 logged_changes as (
@@ -35,7 +33,7 @@ classified as (
 
 new_changes as (
     select * from logged_changes
-    where applied_generation > '{{ watermark }}'
+    where applied_generation > {{ cdc_state_watermark() }}
 ),
 
 new_events as (
@@ -224,10 +222,10 @@ final as (
         live.table_columns,
         live.sets_columns,
         live.is_live,
-        {%- if watermark == '' %}
-            -- the first build (or --full-refresh): no key has a state yet, so none is rebuilt and
-            -- none has previous figures; every event's key is in int_apply_keys (its keys are the
-            -- new events', the resets' are taken from it): no join
+        {%- if flags.FULL_REFRESH %}
+            -- a full refresh: no key has a state, so none is rebuilt and none has previous
+            -- figures; every event's key is in int_apply_keys (its keys are the new events',
+            -- the resets' are taken from it): no join
             false as is_rebuilt,
             cast(null as struct<change_position: string, source_file: string, record_index: bigint>)
                 as previous_last_event_order,
@@ -241,7 +239,7 @@ final as (
         {%- endif %}
         live.source_key_id is not null or (live.kind = 'REMOVE' and live.operation = 'UPDATE') as is_key_change
     from live
-    {%- if watermark != '' %}
+    {%- if not flags.FULL_REFRESH %}
         inner join classified on live.key_id = classified.key_id
     {%- endif %}
 )

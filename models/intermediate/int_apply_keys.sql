@@ -1,19 +1,16 @@
 {#-
     The keys this run applies (DESIGN.md §6, ADR 0008), one row each, rewritten by every run:
-    keys with new changes in change_log since the last applied generation
-    (int_key_state.state_generation), and every known key of a table with a new reset. A key
-    is rebuilt (all its changes again) when a new event sorts before the last event applied to
-    it (late delivery of an earlier position, a late TRUNCATE or full load), and so are the keys
-    its row came from or went to by a key change (three key changes away); otherwise its new
-    events continue its current version (fast path). A table of its own: int_apply_events reads
+    keys with new changes in change_log since the last applied generation (cdc_state_watermark
+    of the previous state, the source cdc_state.int_key_state), and every known key of a table
+    with a new reset. A key is rebuilt (all its changes again) when a new event sorts before
+    the last event applied to it (late delivery of an earlier position, a late TRUNCATE or full
+    load), and so are the keys its row came from or went to by a key change (three key changes
+    away); otherwise its new events continue its current version (fast path). A table of its own: int_apply_events reads
     it several times.
 -#}
 
 {{ config(materialized='table') }}
 
-{%- set watermark = cdc_state_watermark() -%}
-{%- set previous_state = adapter.get_relation(database=this.database, schema=this.schema, identifier='int_key_state')
-    if watermark != '' else none -%}
 {#- whether any key change is on record (a partition of int_key_changes, built before this
     model; from the metastore): without one, a rebuilt key takes no other key along and the
     closure below is left out, a plan of dozens of joins and scans less (planned at parse time
@@ -32,27 +29,16 @@ table_resets as (
 ),
 
 previous_state as (
-    {% if previous_state is not none %}
-        select * from {{ previous_state }}
-    {% else %}
-        select
-            cast(null as string) as source_schema,
-            cast(null as string) as source_table,
-            cast(null as string) as primary_key,
-            cast(null as string) as key_id,
-            cast(null as {{ cdc_version_type() }}) as current_version,
-            cast(null as struct<change_position: string, source_file: string, record_index: bigint>) as last_event_order,
-            cast(null as string) as rebuilt_generation,
-            cast(null as bigint) as version_count,
-            cast(null as string) as state_generation,
-            cast(null as string) as feed
+    -- the key state the previous run wrote (none on a full refresh, which applies every change)
+    select * from {{ source('cdc_state', 'int_key_state') }}
+    {%- if flags.FULL_REFRESH %}
         where false
-    {% endif %}
+    {%- endif %}
 ),
 
 new_changes as (
     select * from logged_changes
-    where applied_generation > '{{ watermark }}'
+    where applied_generation > {{ cdc_state_watermark() }}
 ),
 
 new_events as (
@@ -78,7 +64,7 @@ table_first_new_resets as (
         source_table,
         min(reset_order) as first_new_reset_order
     from table_resets
-    where applied_generation > '{{ watermark }}'
+    where applied_generation > {{ cdc_state_watermark() }}
     group by feed, source_schema, source_table
 ),
 

@@ -1,8 +1,8 @@
 {#-
     Every key change on record (ADR 0008): an UPDATE whose before image has another key, one
     row per change, partitioned by the change_log generation that appended it. Each run adds
-    the generations after the watermark (cdc_state_watermark: the ones the state models have
-    not applied yet), overwriting those partitions, so a run killed before int_key_state is
+    the generations after the watermark (cdc_state_watermark: the ones the state has not
+    applied yet), overwriting those partitions, so a run killed before int_key_state is
     written is repeated without duplicates. int_apply_keys reads it for the key-change closure
     of a rebuilt key instead of scanning all of change_log, and leaves the closure out when
     there is no partition at all.
@@ -15,6 +15,7 @@
     partition_by=['applied_generation'],
 ) }}
 
+{#- called outside the if below: dbt records the source this reads when it parses the model -#}
 {%- set watermark = cdc_state_watermark() %}
 
 with
@@ -39,8 +40,10 @@ key_changes as (
         operation = 'UPDATE'
         and before_primary_key is not null
         and before_primary_key != primary_key
-        -- the generations this run applies (all of them on a first build or a full refresh)
-        and applied_generation > '{{ watermark if is_incremental() else "" }}'
+        {%- if is_incremental() %}
+            -- the generations this run applies (all of them on a first build or a full refresh)
+            and applied_generation > {{ watermark }}
+        {%- endif %}
 )
 
 select * from key_changes

@@ -3,9 +3,9 @@
     last event applied to it, how many versions the history mart holds for it (version_count)
     and the generation whose change_log rows it includes (state_generation). Each run rewrites
     it from the previous state (keys not touched) and this run's current versions in
-    int_history_versions, then records its generation as the table property
-    cdc.state_generation (post-hook): the watermark of the next run, read from the metastore
-    instead of the rows, and moved only once the state is all written.
+    int_history_versions, every row with this run's generation (state_generation). The next
+    run reads it as the source cdc_state.int_key_state: its smallest state_generation is that
+    run's watermark (cdc_state_watermark, ADR 0025).
 -#}
 
 {{ config(
@@ -13,7 +13,6 @@
     incremental_strategy='insert_overwrite',
     on_schema_change='fail',
     partition_by=['feed'],
-    post_hook="{{ cdc_state_watermark_hook() }}",
 ) }}
 
 {%- set generation = cdc_generation() -%}
