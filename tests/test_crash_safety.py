@@ -30,7 +30,7 @@ import pytest
 
 from simulator.database import JP_TABLES, catalog_rows, simulate
 from simulator.feeds import write_feed
-from tests.spark_project import cdc, cli_env, make_project, query, read_mart
+from tests.spark_project import cdc, cli_env, make_project, read_mart
 from tests.test_end_to_end import landing_rounds
 
 pytestmark = pytest.mark.spark
