@@ -121,8 +121,10 @@ REMAINING_COMPILE_TIME_READS = {
     "cdc_model_relation",
     "cdc_partition_values",
     "cdc_scope_predicate",
-    # lake upkeep in on-run-start: orphan table folders of the parquet lake (gone with Delta)
+    # lake upkeep in on-run-start: orphan table folders of the parquet lake (gone with Delta),
+    # and the key state dropped on a full refresh (a write, not a read)
     "cdc_clear_orphan_table_folders",
+    "cdc_prepare_key_state",
     # reads seeds (the catalog) and registers the raw tables (sources), which the rule allows
     "cdc_catalog_column_types",
     "register_raw_tables",

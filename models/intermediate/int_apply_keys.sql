@@ -29,11 +29,8 @@ table_resets as (
 ),
 
 previous_state as (
-    -- the key state the previous run wrote (none on a full refresh, which applies every change)
+    -- the key state the previous run wrote (empty on a full refresh: cdc_prepare_key_state)
     select * from {{ source('cdc_state', 'int_key_state') }}
-    {%- if flags.FULL_REFRESH %}
-        where false
-    {%- endif %}
 ),
 
 new_changes as (
