@@ -11,13 +11,6 @@
 
 {{ config(materialized='table') }}
 
-{#- whether any key change is on record (a partition of int_key_changes, built before this
-    model; from the metastore): without one, a rebuilt key takes no other key along and the
-    closure below is left out, a plan of dozens of joins and scans less (planned at parse time
-    and in a dbt unit test) -#}
-{%- set key_changes_relation = cdc_model_relation('int_key_changes') if execute else none -%}
-{%- set plans_closure = key_changes_relation is none or cdc_partition_values(key_changes_relation) | length > 0 -%}
-
 with recursive
 
 logged_changes as (
@@ -139,125 +132,58 @@ key_change_edges as (
     ) as key_changes
 ),
 
-{% if plans_closure %}
-
-    rebuilt_reach (key_id, feed, source_schema, source_table, primary_key, steps) as (
-        -- the rebuilt keys, and the keys up to three key changes away from one (a recursive
-        -- CTE, one key change further each step)
-        select
-            key_id,
-            feed,
-            source_schema,
-            source_table,
-            primary_key,
-            0 as steps
-        from first_classified
-        where is_rebuilt
-        union all
-        select
-            key_change_edges.other.key_id,
-            key_change_edges.other.feed,
-            key_change_edges.other.source_schema,
-            key_change_edges.other.source_table,
-            key_change_edges.other.primary_key,
-            rebuilt_reach.steps + 1 as steps
-        from rebuilt_reach
-        inner join key_change_edges on rebuilt_reach.key_id = key_change_edges.key_id
-        where rebuilt_reach.steps < 3
-    ),
-
-    rebuilt_keys as (
-        -- LIMIT ALL lifts Spark's cap on the rows a recursive CTE returns (a million)
-        select distinct
-            reached.key_id,
-            reached.feed,
-            reached.source_schema,
-            reached.source_table,
-            reached.primary_key
-        from (select * from rebuilt_reach limit all) as reached  -- noqa: AM09
-    ),
-
-    classified_keys as (
-        select
-            key_id,
-            feed,
-            source_schema,
-            source_table,
-            primary_key
-        from first_classified
-        union
-        select
-            key_id,
-            feed,
-            source_schema,
-            source_table,
-            primary_key
-        from rebuilt_keys
-    ),
-
-    reached_keys as (
-        -- the keys rebuilt only because a key change links them to a rebuilt key (not touched)
-        select rebuilt_keys.key_id
-        from rebuilt_keys
-        left anti join first_classified on rebuilt_keys.key_id = first_classified.key_id
-    ),
-
-    classified_previous_state as (
-        -- the previous state of the classified keys: the touched keys' from previous_touched, and
-        -- the few keys reached through key changes looked up once more (a broadcast semi join:
-        -- a reset makes every key of its table touched, too many to broadcast, but not reached)
-        select
-            key_id,
-            current_version,
-            last_event_order,
-            rebuilt_generation,
-            version_count
-        from previous_touched
-        union all
-        select /*+ broadcast(reached_keys) */
-            previous_state.key_id,
-            previous_state.current_version,
-            previous_state.last_event_order,
-            previous_state.rebuilt_generation,
-            previous_state.version_count
-        from previous_state
-        left semi join reached_keys on previous_state.key_id = reached_keys.key_id
-    ),
-
-    classified as (
-        select
-            classified_keys.feed,
-            classified_keys.source_schema,
-            classified_keys.source_table,
-            classified_keys.primary_key,
-            classified_keys.key_id,
-            classified_previous_state.current_version,
-            classified_previous_state.last_event_order as previous_last_event_order,
-            classified_previous_state.rebuilt_generation as previous_rebuilt_generation,
-            classified_previous_state.version_count as previous_version_count,
-            rebuilt_keys.key_id is not null as is_rebuilt
-        from classified_keys
-        left join rebuilt_keys on classified_keys.key_id = rebuilt_keys.key_id
-        left join classified_previous_state on classified_keys.key_id = classified_previous_state.key_id
-    )
-
-{% else %}
-
-classified as (
-    -- no key change on record: the classified keys are the touched keys
+rebuilt_reach (key_id, feed, source_schema, source_table, primary_key, steps) as (
+    -- the rebuilt keys, and the keys up to three key changes away from one (a recursive CTE,
+    -- one key change further each step; none without a rebuilt key or a key change)
     select
+        key_id,
         feed,
         source_schema,
         source_table,
         primary_key,
-        key_id,
-        current_version,
-        previous_last_event_order,
-        previous_rebuilt_generation,
-        previous_version_count,
-        is_rebuilt
+        0 as steps
     from first_classified
+    where is_rebuilt
+    union all
+    select
+        key_change_edges.other.key_id,
+        key_change_edges.other.feed,
+        key_change_edges.other.source_schema,
+        key_change_edges.other.source_table,
+        key_change_edges.other.primary_key,
+        rebuilt_reach.steps + 1 as steps
+    from rebuilt_reach
+    inner join key_change_edges on rebuilt_reach.key_id = key_change_edges.key_id
+    where rebuilt_reach.steps < 3
+),
+
+rebuilt_keys as (
+    -- LIMIT ALL lifts Spark's cap on the rows a recursive CTE returns (a million)
+    select distinct
+        reached.key_id,
+        reached.feed,
+        reached.source_schema,
+        reached.source_table,
+        reached.primary_key
+    from (select * from rebuilt_reach limit all) as reached  -- noqa: AM09
+),
+
+classified as (
+    -- the touched keys, and the keys a key change links to a rebuilt key: rebuilt, so their
+    -- previous figures are not read (int_apply_events, int_history_versions)
+    select
+        coalesce(first_classified.feed, rebuilt_keys.feed) as feed,
+        coalesce(first_classified.source_schema, rebuilt_keys.source_schema) as source_schema,
+        coalesce(first_classified.source_table, rebuilt_keys.source_table) as source_table,
+        coalesce(first_classified.primary_key, rebuilt_keys.primary_key) as primary_key,
+        coalesce(first_classified.key_id, rebuilt_keys.key_id) as key_id,
+        first_classified.current_version,
+        first_classified.previous_last_event_order,
+        first_classified.previous_rebuilt_generation,
+        first_classified.previous_version_count,
+        rebuilt_keys.key_id is not null as is_rebuilt
+    from first_classified
+    full outer join rebuilt_keys on first_classified.key_id = rebuilt_keys.key_id
 )
-{% endif %}
 
 select * from classified
