@@ -222,26 +222,15 @@ final as (
         live.table_columns,
         live.sets_columns,
         live.is_live,
-        {%- if flags.FULL_REFRESH %}
-            -- a full refresh: no key has a state, so none is rebuilt and none has previous
-            -- figures; every event's key is in int_apply_keys (its keys are the new events',
-            -- the resets' are taken from it): no join
-            false as is_rebuilt,
-            cast(null as struct<change_position: string, source_file: string, record_index: bigint>)
-                as previous_last_event_order,
-            cast(null as string) as previous_rebuilt_generation,
-            cast(null as bigint) as previous_version_count,
-        {%- else %}
-            classified.is_rebuilt,
-            classified.previous_last_event_order,
-            classified.previous_rebuilt_generation,
-            classified.previous_version_count,
-        {%- endif %}
+        classified.is_rebuilt,
+        classified.previous_last_event_order,
+        classified.previous_rebuilt_generation,
+        classified.previous_version_count,
         live.source_key_id is not null or (live.kind = 'REMOVE' and live.operation = 'UPDATE') as is_key_change
+    -- every event's key is in int_apply_keys: its keys are the new events', and the resets'
+    -- events are taken from it
     from live
-    {%- if not flags.FULL_REFRESH %}
-        inner join classified on live.key_id = classified.key_id
-    {%- endif %}
+    inner join classified on live.key_id = classified.key_id
 )
 
 select * from final

@@ -39,10 +39,8 @@ key_changes as (
         operation = 'UPDATE'
         and before_primary_key is not null
         and before_primary_key != primary_key
-        {%- if is_incremental() %}
-            -- the generations this run applies (all of them on a first build or a full refresh)
-            and applied_generation > {{ watermark }}
-        {%- endif %}
+        -- the generations this run applies (all of them on a first build or a full refresh)
+        and applied_generation > {{ watermark if is_incremental() else "''" }}
 )
 
 select * from key_changes
