@@ -159,6 +159,39 @@ class GHdr(NamedTuple):
 
 #: :class:`GHdr` as bytes, per byte order (``>``, ``<``): 34 bytes.
 GHDR = {order: struct.Struct(order + "cBBcHBBqQIBcBBBB") for order in "><"}
+
+
+class TokenHeader(NamedTuple):
+    """The header of a token, ``[id u8][info u8][len u16]``.
+
+    formats/goldengate_trail.md, *What a file looks like* (token framing). ``length`` is the
+    value's length in bytes, except in the ``F``, ``G`` and ``Z`` tokens of a record, where it
+    is the record's total length (the ``Z`` trailer repeats it).
+    """
+
+    token_id: int  # 0: u8, TokenId
+    info: int  # 1: u8; bit 0x40: the length is a u32 (LONG_TOKEN_HEADER)
+    length: int  # 2: u16 (u32 in a long header)
+
+
+#: :class:`TokenHeader` as bytes, per byte order: 4 bytes, a u16 length.
+TOKEN_HEADER = {order: struct.Struct(order + "BBH") for order in "><"}
+#: :class:`TokenHeader` of a token whose info byte is ``LONG_LENGTH_INFO``: 6 bytes, a u32 length.
+LONG_TOKEN_HEADER = {order: struct.Struct(order + "BBI") for order in "><"}
+#: The info byte of a token with a u32 length (metadata records).
+LONG_LENGTH_INFO = 0x40
+#: The smallest record: its token header and its trailer, no value.
+MIN_RECORD_LENGTH = 2 * 4
+#: TrailInfo sub-tokens of the file header's group ``0`` (formats/goldengate_trail.md, *File
+#: header*): sub-token id → (field, its value as a struct of the trail's byte order).
+TRAIL_INFO_FIELDS = {
+    0x31: ("compatibility", {order: struct.Struct(order + "H") for order in "><"}),
+    0x38: ("seqno", {order: struct.Struct(order + "I") for order in "><"}),
+    0x33: ("creation_time", {order: struct.Struct(order + "q") for order in "><"}),
+}
+#: The file header's group of TrailInfo sub-tokens.
+TRAIL_INFO_GROUP = 0x30
+
 #: GHDR offset of a metadata record's TDR index, a u16 (AuditRBA's second half).
 GHDR_TDR_INDEX_OFFSET = 26
 #: NonStop TMF IOTypes, not expected from open systems: rejected.
@@ -376,13 +409,13 @@ def detect_byte_order(data: bytes) -> str | None:
     Rule: take the length both ways; keep the order for which ``rec[L-4] == 'Z'`` and the
     trailer repeats ``L`` (formats/goldengate_trail.md, option ``byte_order``).
     """
-    if len(data) < 8 or data[0] != TokenId.FILE_HEADER:
+    if len(data) < MIN_RECORD_LENGTH or data[0] != TokenId.FILE_HEADER:
         return None
     for order in (">", "<"):
-        (length,) = struct.unpack_from(order + "H", data, 2)
-        if 8 <= length <= len(data) and data[length - 4] == TokenId.TRAILER:
-            (trailer,) = struct.unpack_from(order + "H", data, length - 2)
-            if trailer == length:
+        header = TokenHeader._make(TOKEN_HEADER[order].unpack_from(data, 0))
+        if MIN_RECORD_LENGTH <= header.length <= len(data):
+            trailer = TokenHeader._make(TOKEN_HEADER[order].unpack_from(data, header.length - 4))
+            if trailer.token_id == TokenId.TRAILER and trailer.length == header.length:
                 return order
     return None
 
@@ -392,20 +425,15 @@ def _tokens(buf: bytes, start: int, end: int, order: str) -> list[tuple[int, int
 
     Info ``0x40`` means a u32 length. Raises ValueError when a token overruns ``end``.
     """
+    short, long = TOKEN_HEADER[order], LONG_TOKEN_HEADER[order]
     out = []
     pos = start
     while pos < end:
-        if pos + 4 > end:
+        header = short if pos + 1 >= end or buf[pos + 1] != LONG_LENGTH_INFO else long
+        if pos + header.size > end:
             raise ValueError(f"token header overruns at {pos}")
-        tid, info = buf[pos], buf[pos + 1]
-        if info == 0x40:
-            if pos + 6 > end:
-                raise ValueError(f"token header overruns at {pos}")
-            (length,) = struct.unpack_from(order + "I", buf, pos + 2)
-            vstart = pos + 6
-        else:
-            (length,) = struct.unpack_from(order + "H", buf, pos + 2)
-            vstart = pos + 4
+        tid, info, length = header.unpack_from(buf, pos)
+        vstart = pos + header.size
         if vstart + length > end:
             raise ValueError(f"token {chr(tid)!r} at {pos} overruns its record")
         out.append((tid, info, vstart, vstart + length))
@@ -417,17 +445,12 @@ def _file_header(data: bytes, order: str, length: int) -> dict[str, Any]:
     """Read TrailInfo (group ``0``) of the ``F`` record: Compatibility, Seqno, CreationTime."""
     info: dict[str, Any] = {}
     for tid, _i, vs, ve in _tokens(data, 4, length - 4, order):
-        if tid != 0x30:
+        if tid != TRAIL_INFO_GROUP:
             continue
         for sid, sinfo, svs, sve in _tokens(data, vs, ve, order):
-            if sinfo == 0xFF:
-                continue
-            if sid == 0x31 and sve - svs == 2:
-                info["compatibility"] = struct.unpack_from(order + "H", data, svs)[0]
-            elif sid == 0x38 and sve - svs == 4:
-                info["seqno"] = struct.unpack_from(order + "I", data, svs)[0]
-            elif sid == 0x33 and sve - svs == 8:
-                info["creation_time"] = struct.unpack_from(order + "q", data, svs)[0]
+            name, value = TRAIL_INFO_FIELDS.get(sid, (None, None))
+            if sinfo != 0xFF and name is not None and sve - svs == value[order].size:
+                info[name] = value[order].unpack_from(data, svs)[0]
     return info
 
 
@@ -506,7 +529,7 @@ def _open_trail(
     # option column_int_byte_order: integer column payloads in big-endian order, or in the
     # trail's metadata order (read by column_value from this key)
     opts["column_int_order"] = order if opts["column_int_byte_order"] == "metadata" else ">"
-    (header_length,) = struct.unpack_from(order + "H", data, 2)
+    header_length = TokenHeader._make(TOKEN_HEADER[order].unpack_from(data, 0)).length
     if header_length > len(data):
         if final:
             message = f"file header of {header_length} bytes overruns the file ({len(data)})"
@@ -838,21 +861,21 @@ def _is_after_of(row: Mapping[str, Any], b_row: Mapping[str, Any]) -> bool:
 def _frame(state: _Trail, pos: int) -> int:
     """Check the ``G`` record at ``pos`` from both ends; return its end offset."""
     data = state.data
-    if pos + 4 > len(data):
+    token_header = TOKEN_HEADER[state.order]
+    if pos + token_header.size > len(data):
         raise _Bad("truncated_record", f"truncated record at RBA {pos}")
-    if data[pos] != TokenId.RECORD:
+    header = TokenHeader._make(token_header.unpack_from(data, pos))
+    if header.token_id != TokenId.RECORD:
         raise _Bad("bad_record_token", f"record token {data[pos]:#04x} is not 'G' at RBA {pos}")
-    (length,) = state.u16.unpack_from(data, pos + 2)
-    if length < 8:
+    length = header.length
+    if length < MIN_RECORD_LENGTH:
         raise _Bad("bad_record_length", f"record length {length} < 8 at RBA {pos}")
     if pos + length > len(data):
         raise _Bad(
             "truncated_record", f"truncated record at RBA {pos}: length {length} overruns the file"
         )
-    if (
-        data[pos + length - 4] != TokenId.TRAILER
-        or state.u16.unpack_from(data, pos + length - 2)[0] != length
-    ):
+    trailer = TokenHeader._make(token_header.unpack_from(data, pos + length - 4))
+    if trailer.token_id != TokenId.TRAILER or trailer.length != length:
         raise _Bad(
             "bad_trailer", f"trailer of the record at RBA {pos} does not match its length {length}"
         )
