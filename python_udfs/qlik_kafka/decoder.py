@@ -33,7 +33,7 @@ import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 import fastavro
 
@@ -82,8 +82,26 @@ DEFAULT_OPTIONS: dict[str, Any] = {name: spec[0] for name, spec in OPTIONS.items
 OPERATIONS = ("INSERT", "UPDATE", "DELETE", "REFRESH")
 _CHANGE_SEQ_RE = re.compile(r"\d{35}")
 _DUMP_NAME_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)-(?P<offset>\d{20})$")
+#: The length before each value of a ``.lpv`` dump: u32 big-endian (formats/
+#: qlik_kafka_messages.md, *What a file looks like*); ``_TOMBSTONE`` marks a null value.
 _FRAME_LEN = struct.Struct(">I")
 _TOMBSTONE = 0xFFFFFFFF
+
+
+class ConfluentHeader(NamedTuple):
+    """The Confluent wire format's header before an Avro value: magic byte 0, registry id.
+
+    formats/qlik_kafka_messages.md, *What a file looks like* (message values) and option
+    ``confluent_framing``.
+    """
+
+    magic: int  # 0: u8, 0x00
+    registry_id: int  # 1: u32 big-endian, the schema registry's id of the writer schema
+
+
+#: :class:`ConfluentHeader` as bytes: 5 bytes, big-endian.
+CONFLUENT_HEADER = struct.Struct(">BI")
+CONFLUENT_MAGIC = 0x00
 MAGIC = b"atMSG"
 
 #: Avro schema of the Replicate message envelope (formats/qlik_kafka_messages.md).
@@ -787,12 +805,17 @@ def _avro_payload(value, envelope, message, schema_id, topic, catalog, registry,
             return "avro_envelope", meta, envelope["messageSchema"], message
         meta = _resolve({}, schema_id, topic, catalog, opts)
         return "avro_envelope", meta, meta.data_schema if meta else None, message
-    if value[:1] == b"\x00" and len(value) >= 5 and opts["confluent_framing"] == "auto":
-        (registry_id,) = struct.unpack_from(">I", value, 1)
-        schema_text = registry.get(registry_id)
+    if (
+        value[:1] == bytes([CONFLUENT_MAGIC])
+        and len(value) >= CONFLUENT_HEADER.size
+        and opts["confluent_framing"] == "auto"
+    ):
+        header = ConfluentHeader._make(CONFLUENT_HEADER.unpack_from(value))
+        schema_text = registry.get(header.registry_id)
         if schema_text is None:
-            raise _Bad("unknown_schema_id", f"no schema for id {registry_id}")
-        return "confluent", _table_for_topic(topic, catalog, opts), schema_text, value[5:]
+            raise _Bad("unknown_schema_id", f"no schema for id {header.registry_id}")
+        payload = value[CONFLUENT_HEADER.size :]
+        return "confluent", _table_for_topic(topic, catalog, opts), schema_text, payload
     meta = _table_for_topic(topic, catalog, opts)
     return "avro", meta, meta.data_schema if meta else None, value
 
