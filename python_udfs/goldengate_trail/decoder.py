@@ -192,6 +192,48 @@ TRAIL_INFO_FIELDS = {
 #: The file header's group of TrailInfo sub-tokens.
 TRAIL_INFO_GROUP = 0x30
 
+
+class TdrColumnHead(NamedTuple):
+    """The head of a TDR's column entry, before the column name: ``[u16 n][u16][u16 len]``.
+
+    formats/goldengate_trail.md, *Metadata records*: ``entry_length`` counts the bytes after
+    itself.
+    """
+
+    entry_length: int  # 0: u16
+    name_length: int  # 4: u16
+
+
+class TdrColumn(NamedTuple):
+    """The attributes after a TDR column's name (the first 44 of its 60 bytes).
+
+    formats/goldengate_trail.md, *Metadata records* (the table of entry offsets after the
+    name, checked against ``tc.def``); the other bytes are constant in the samples.
+    """
+
+    data_type: int  # 0: u16, GG data type
+    internal_length: int  # 2: u32
+    external_length: int  # 6: u32
+    binary_length: int  # 10: u32
+    table_length: int  # 14: u32
+    fetch_offset: int  # 22: u32
+    native_type: int  # 30: u16, the database's own type
+    sub_type: int  # 32: u16
+    msdt: int  # 34: u16
+    lsdt: int  # 36: u16
+    scale: int  # 38: u16
+    flags: int  # 42: u16; TDR_KEY_FLAG: a key column
+
+
+#: :class:`TdrColumnHead` as bytes, per byte order: 6 bytes.
+TDR_COLUMN_HEAD = {order: struct.Struct(order + "H2xH") for order in "><"}
+#: :class:`TdrColumn` as bytes, per byte order: 44 bytes.
+TDR_COLUMN = {order: struct.Struct(order + "HIIII4xI4xHHHHH2xH") for order in "><"}
+#: :attr:`TdrColumn.flags` bit of a key column.
+TDR_KEY_FLAG = 0x01
+#: The TDR data area's group token and its sub-token of column entries.
+TDR_GROUP, TDR_COLUMNS = 0x30, 0x03
+
 #: GHDR offset of a metadata record's TDR index, a u16 (AuditRBA's second half).
 GHDR_TDR_INDEX_OFFSET = 26
 #: NonStop TMF IOTypes, not expected from open systems: rejected.
@@ -1118,34 +1160,34 @@ def _metadata_record(
         raise _Bad("bad_metadata_record", "TDR without a table name")
     tdr_index = state.u16.unpack_from(ghdr, GHDR_TDR_INDEX_OFFSET)[0]
     data, order = state.data, state.order
+    head_struct, column_struct = TDR_COLUMN_HEAD[order], TDR_COLUMN[order]
     try:
-        (outer,) = [t for t in _tokens(data, ds, de, order) if t[0] == 0x30]
+        (outer,) = [t for t in _tokens(data, ds, de, order) if t[0] == TDR_GROUP]
         inner = {t[0]: t for t in _tokens(data, outer[2], outer[3], order)}
-        cs, ce = inner[0x03][2], inner[0x03][3]
+        cs, ce = inner[TDR_COLUMNS][2], inner[TDR_COLUMNS][3]
         count = state.u16.unpack_from(data, cs)[0]
         pos, columns = cs + 2, []
         for i in range(count):
-            n = state.u16.unpack_from(data, pos)[0]
-            name_len = state.u16.unpack_from(data, pos + 4)[0]
-            col_name = data[pos + 6 : pos + 6 + name_len].decode("ascii")
-            e = pos + 6 + name_len
-            if e + 44 > ce or pos + 2 + n > ce:
+            head = TdrColumnHead._make(head_struct.unpack_from(data, pos))
+            e = pos + head_struct.size + head.name_length
+            col_name = data[pos + head_struct.size : e].decode("ascii")
+            if e + column_struct.size > ce or pos + 2 + head.entry_length > ce:
                 raise ValueError("column entry overruns the TDR")
-            u16 = state.u16.unpack_from
+            column = TdrColumn._make(column_struct.unpack_from(data, e))
             columns.append(
                 GGColumn(
                     name=col_name,
                     index=i,
-                    data_type=u16(data, e)[0],
-                    external_length=state.u32.unpack_from(data, e + 6)[0],
-                    scale=u16(data, e + 38)[0],
-                    msdt=u16(data, e + 34)[0],
-                    lsdt=u16(data, e + 36)[0],
-                    sub_type=u16(data, e + 32)[0],
-                    is_key=bool(u16(data, e + 42)[0] & 0x01),
+                    data_type=column.data_type,
+                    external_length=column.external_length,
+                    scale=column.scale,
+                    msdt=column.msdt,
+                    lsdt=column.lsdt,
+                    sub_type=column.sub_type,
+                    is_key=bool(column.flags & TDR_KEY_FLAG),
                 )
             )
-            pos += 2 + n
+            pos += 2 + head.entry_length
     except (ValueError, KeyError, struct.error, UnicodeDecodeError) as exc:
         raise _Bad("bad_metadata_record", f"TDR for {name} does not parse: {exc}") from exc
     table = GGTable(name, columns, source="tdr")
