@@ -234,6 +234,21 @@ TDR_KEY_FLAG = 0x01
 #: The TDR data area's group token and its sub-token of column entries.
 TDR_GROUP, TDR_COLUMNS = 0x30, 0x03
 
+
+class ColumnEntryHead(NamedTuple):
+    """The head of a column entry of an image in the data area, ``[u16 index][u16 length]``.
+
+    formats/goldengate_trail.md, *Data area*: ``length`` counts the null indicator (u16,
+    ``0000`` or ``FFFF``) and the value after it.
+    """
+
+    index: int  # 0: u16, the column's position in its table definition
+    length: int  # 2: u16
+
+
+#: :class:`ColumnEntryHead` as bytes, per byte order: 4 bytes.
+COLUMN_ENTRY_HEAD = {order: struct.Struct(order + "HH") for order in "><"}
+
 #: GHDR offset of a metadata record's TDR index, a u16 (AuditRBA's second half).
 GHDR_TDR_INDEX_OFFSET = 26
 #: NonStop TMF IOTypes, not expected from open systems: rejected.
@@ -1208,15 +1223,20 @@ def _metadata_record(
 def _image(
     state: _Trail, table: GGTable, start: int, end: int, charset: str, opts
 ) -> dict[str, str | None]:
-    """Decode column entries ``[u16 index][u16 length][bytes]`` into canonical text."""
-    data, u16 = state.data, state.u16.unpack_from
+    """Decode column entries ``[u16 index][u16 length][bytes]`` into canonical text.
+
+    Each entry's head is a :class:`ColumnEntryHead`; its bytes are a null indicator and the
+    value (formats/goldengate_trail.md, *Data area*).
+    """
+    data, head = state.data, COLUMN_ENTRY_HEAD[state.order]
     image: dict[str, str | None] = {}
     pos = start
     while pos < end:
-        if pos + 4 > end:
+        if pos + head.size > end:
             raise _Bad("bad_column_entry", f"column entry header overruns the data area at {pos}")
-        index, length = u16(data, pos)[0], u16(data, pos + 2)[0]
-        vs, ve = pos + 4, pos + 4 + length
+        index, length = head.unpack_from(data, pos)
+        vs = pos + head.size
+        ve = vs + length
         if ve > end:
             raise _Bad("bad_column_entry", f"column {index} entry overruns the data area")
         if index >= len(table.columns):
