@@ -7,6 +7,8 @@
         before the hook ran. On a --full-refresh that selects int_key_state, the state is
         dropped first (run_query, when the hook runs): the apply reads it empty, and a full
         refresh killed half way leaves it empty, so the next run applies every change again.
+        A state an earlier release wrote without version_count stops the run with a compiler
+        error that names the fix (`cdc run -- --full-refresh`).
     -#}
     {%- set relation = source('cdc_state', 'int_key_state') -%}
     {%- set node = graph.nodes.get('model.cdc_changelog.int_key_state') if execute else none -%}
@@ -15,6 +17,17 @@
     {%- else -%}
         {%- if flags.FULL_REFRESH and node.unique_id in selected_resources -%}
             {%- do run_query('drop table if exists ' ~ relation) -%}
+        {%- else -%}
+            {%- set existing = adapter.get_relation(
+                database=relation.database, schema=relation.schema, identifier=relation.identifier
+            ) -%}
+            {%- if existing is not none and not cdc_relation_has_column(existing, 'version_count') -%}
+                {{ exceptions.raise_compiler_error(
+                    existing ~ ' was written by an earlier release of cdc_changelog: it has no version_count '
+                    ~ 'column, which this release keeps per key. Rebuild the state models once with '
+                    ~ '`cdc run -- --full-refresh` (every model again from the raw tables).'
+                ) }}
+            {%- endif -%}
         {%- endif -%}
         {%- do adapter.cache_added(relation.incorporate(type='table')) -%}
         create table if not exists {{ relation }} (
