@@ -72,8 +72,10 @@ previous_touched as (
         previous_state.last_event_order,
         previous_state.rebuilt_generation,
         previous_state.version_count,
-        key_first_new_events.first_event_order,
-        table_first_new_resets.first_new_reset_order
+        -- a new event or reset sorts before the last event applied: the key is rebuilt
+        coalesce(key_first_new_events.first_event_order <= previous_state.last_event_order, false)
+        or coalesce(table_first_new_resets.first_new_reset_order <= previous_state.last_event_order, false)
+            as is_rebuilt
     from previous_state
     left join key_first_new_events
         on previous_state.key_id = key_first_new_events.key_id
@@ -98,10 +100,7 @@ first_classified as (
         previous_touched.last_event_order as previous_last_event_order,
         previous_touched.rebuilt_generation as previous_rebuilt_generation,
         previous_touched.version_count as previous_version_count,
-        previous_touched.key_id is not null and (
-            coalesce(previous_touched.first_event_order <= previous_touched.last_event_order, false)
-            or coalesce(previous_touched.first_new_reset_order <= previous_touched.last_event_order, false)
-        ) as is_rebuilt
+        coalesce(previous_touched.is_rebuilt, false) as is_rebuilt
     from key_first_new_events
     full outer join previous_touched
         on key_first_new_events.key_id = previous_touched.key_id
@@ -142,7 +141,9 @@ rebuilt_reach (key_id, feed, source_schema, source_table, primary_key, steps) as
         source_table,
         primary_key,
         0 as steps
-    from first_classified
+    -- the state's side of first_classified: the new events' first orders are broadcast
+    -- there, so this reads the state again but shuffles nothing
+    from previous_touched
     where is_rebuilt
     union all
     select
