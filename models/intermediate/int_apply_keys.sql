@@ -11,6 +11,12 @@
 
 {{ config(materialized='table') }}
 
+{#- whether any key change is on record (a partition of int_key_changes, built before this
+    model; from the metastore): without one, a rebuilt key takes no other key along and the
+    closure below is left out (ADR 0020; planned at parse time and in a dbt unit test) -#}
+{%- set key_changes_relation = cdc_model_relation('int_key_changes') if execute else none -%}
+{%- set plans_closure = key_changes_relation is none or cdc_partition_values(key_changes_relation) | length > 0 -%}
+
 with recursive
 
 logged_changes as (
@@ -131,60 +137,70 @@ key_change_edges as (
     ) as key_changes
 ),
 
-rebuilt_reach (key_id, feed, source_schema, source_table, primary_key, steps) as (
-    -- the rebuilt keys, and the keys up to three key changes away from one (a recursive CTE,
-    -- one key change further each step; none without a rebuilt key or a key change)
-    select
-        key_id,
-        feed,
-        source_schema,
-        source_table,
-        primary_key,
-        0 as steps
-    -- the state's side of first_classified: the new events' first orders are broadcast
-    -- there, so this reads the state again but shuffles nothing
-    from previous_touched
-    where is_rebuilt
-    union all
-    select
-        key_change_edges.other.key_id,
-        key_change_edges.other.feed,
-        key_change_edges.other.source_schema,
-        key_change_edges.other.source_table,
-        key_change_edges.other.primary_key,
-        rebuilt_reach.steps + 1 as steps
-    from rebuilt_reach
-    inner join key_change_edges on rebuilt_reach.key_id = key_change_edges.key_id
-    where rebuilt_reach.steps < 3
-),
+{% if plans_closure %}
 
-rebuilt_keys as (
-    -- LIMIT ALL lifts Spark's cap on the rows a recursive CTE returns (a million)
-    select distinct
-        reached.key_id,
-        reached.feed,
-        reached.source_schema,
-        reached.source_table,
-        reached.primary_key
-    from (select * from rebuilt_reach limit all) as reached  -- noqa: AM09
-),
+    rebuilt_reach (key_id, feed, source_schema, source_table, primary_key, steps) as (
+        -- the rebuilt keys, and the keys up to three key changes away from one (a recursive CTE,
+        -- one key change further each step; none without a rebuilt key or a key change)
+        select
+            key_id,
+            feed,
+            source_schema,
+            source_table,
+            primary_key,
+            0 as steps
+        -- the state's side of first_classified: the new events' first orders are broadcast
+        -- there, so this reads the state again but shuffles nothing
+        from previous_touched
+        where is_rebuilt
+        union all
+        select
+            key_change_edges.other.key_id,
+            key_change_edges.other.feed,
+            key_change_edges.other.source_schema,
+            key_change_edges.other.source_table,
+            key_change_edges.other.primary_key,
+            rebuilt_reach.steps + 1 as steps
+        from rebuilt_reach
+        inner join key_change_edges on rebuilt_reach.key_id = key_change_edges.key_id
+        where rebuilt_reach.steps < 3
+    ),
+
+    rebuilt_keys as (
+        -- LIMIT ALL lifts Spark's cap on the rows a recursive CTE returns (a million)
+        select distinct
+            reached.key_id,
+            reached.feed,
+            reached.source_schema,
+            reached.source_table,
+            reached.primary_key
+        from (select * from rebuilt_reach limit all) as reached  -- noqa: AM09
+    ),
+
+    classified as (
+        -- the touched keys, and the keys a key change links to a rebuilt key: rebuilt, so their
+        -- previous figures are not read (int_apply_events, int_history_versions)
+        select
+            coalesce(first_classified.feed, rebuilt_keys.feed) as feed,
+            coalesce(first_classified.source_schema, rebuilt_keys.source_schema) as source_schema,
+            coalesce(first_classified.source_table, rebuilt_keys.source_table) as source_table,
+            coalesce(first_classified.primary_key, rebuilt_keys.primary_key) as primary_key,
+            coalesce(first_classified.key_id, rebuilt_keys.key_id) as key_id,
+            first_classified.current_version,
+            first_classified.previous_last_event_order,
+            first_classified.previous_rebuilt_generation,
+            first_classified.previous_version_count,
+            rebuilt_keys.key_id is not null as is_rebuilt
+        from first_classified
+        full outer join rebuilt_keys on first_classified.key_id = rebuilt_keys.key_id
+    )
+
+{% else %}
 
 classified as (
-    -- the touched keys, and the keys a key change links to a rebuilt key: rebuilt, so their
-    -- previous figures are not read (int_apply_events, int_history_versions)
-    select
-        coalesce(first_classified.feed, rebuilt_keys.feed) as feed,
-        coalesce(first_classified.source_schema, rebuilt_keys.source_schema) as source_schema,
-        coalesce(first_classified.source_table, rebuilt_keys.source_table) as source_table,
-        coalesce(first_classified.primary_key, rebuilt_keys.primary_key) as primary_key,
-        coalesce(first_classified.key_id, rebuilt_keys.key_id) as key_id,
-        first_classified.current_version,
-        first_classified.previous_last_event_order,
-        first_classified.previous_rebuilt_generation,
-        first_classified.previous_version_count,
-        rebuilt_keys.key_id is not null as is_rebuilt
-    from first_classified
-    full outer join rebuilt_keys on first_classified.key_id = rebuilt_keys.key_id
+    -- no key change on record: the classified keys are the touched keys
+    select * from first_classified
 )
+{% endif %}
 
 select * from classified

@@ -4,7 +4,8 @@
     the generations after the watermark (cdc_state_watermark: the ones the state has not
     applied yet), overwriting those partitions, so a run killed before int_key_state is
     written is repeated without duplicates. int_apply_keys reads it for the key-change closure
-    of a rebuilt key instead of scanning all of change_log.
+    of a rebuilt key instead of scanning all of change_log, and leaves the closure out when
+    there is no partition at all.
 -#}
 
 {{ config(
