@@ -5,8 +5,8 @@
     with a new reset. A key is rebuilt (all its changes again) when a new event sorts before
     the last event applied to it (late delivery of an earlier position, a late TRUNCATE or full
     load), and so are the keys its row came from or went to by a key change (three key changes
-    away); otherwise its new events continue its current version (fast path). A table of its own: int_apply_events reads
-    it several times.
+    away); otherwise its new events continue its current version (fast path). A table of its
+    own: int_apply_events reads it several times.
 -#}
 
 {{ config(materialized='table') }}
