@@ -157,8 +157,13 @@ class GHdr(NamedTuple):
     rec_count: int  # 33
 
 
+def _per_byte_order(layout: str) -> dict[str, struct.Struct]:
+    """One :class:`struct.Struct` of ``layout`` per trail byte order (``>``, ``<``)."""
+    return {order: struct.Struct(order + layout) for order in "><"}
+
+
 #: :class:`GHdr` as bytes, per byte order (``>``, ``<``): 34 bytes.
-GHDR = {order: struct.Struct(order + "cBBcHBBqQIBcBBBB") for order in "><"}
+GHDR = _per_byte_order("cBBcHBBqQIBcBBBB")
 
 
 class TokenHeader(NamedTuple):
@@ -175,9 +180,9 @@ class TokenHeader(NamedTuple):
 
 
 #: :class:`TokenHeader` as bytes, per byte order: 4 bytes, a u16 length.
-TOKEN_HEADER = {order: struct.Struct(order + "BBH") for order in "><"}
+TOKEN_HEADER = _per_byte_order("BBH")
 #: :class:`TokenHeader` of a token whose info byte is ``LONG_LENGTH_INFO``: 6 bytes, a u32 length.
-LONG_TOKEN_HEADER = {order: struct.Struct(order + "BBI") for order in "><"}
+LONG_TOKEN_HEADER = _per_byte_order("BBI")
 #: The info byte of a token with a u32 length (metadata records).
 LONG_LENGTH_INFO = 0x40
 #: The smallest record: its token header and its trailer, no value.
@@ -185,9 +190,9 @@ MIN_RECORD_LENGTH = 2 * 4
 #: TrailInfo sub-tokens of the file header's group ``0`` (formats/goldengate_trail.md, *File
 #: header*): sub-token id → (field, its value as a struct of the trail's byte order).
 TRAIL_INFO_FIELDS = {
-    0x31: ("compatibility", {order: struct.Struct(order + "H") for order in "><"}),
-    0x38: ("seqno", {order: struct.Struct(order + "I") for order in "><"}),
-    0x33: ("creation_time", {order: struct.Struct(order + "q") for order in "><"}),
+    0x31: ("compatibility", _per_byte_order("H")),
+    0x38: ("seqno", _per_byte_order("I")),
+    0x33: ("creation_time", _per_byte_order("q")),
 }
 #: The file header's group of TrailInfo sub-tokens.
 TRAIL_INFO_GROUP = 0x30
@@ -226,9 +231,9 @@ class TdrColumn(NamedTuple):
 
 
 #: :class:`TdrColumnHead` as bytes, per byte order: 6 bytes.
-TDR_COLUMN_HEAD = {order: struct.Struct(order + "H2xH") for order in "><"}
+TDR_COLUMN_HEAD = _per_byte_order("H2xH")
 #: :class:`TdrColumn` as bytes, per byte order: 44 bytes.
-TDR_COLUMN = {order: struct.Struct(order + "HIIII4xI4xHHHHH2xH") for order in "><"}
+TDR_COLUMN = _per_byte_order("HIIII4xI4xHHHHH2xH")
 #: :attr:`TdrColumn.flags` bit of a key column.
 TDR_KEY_FLAG = 0x01
 #: The TDR data area's group token and its sub-token of column entries.
@@ -247,7 +252,7 @@ class ColumnEntryHead(NamedTuple):
 
 
 #: :class:`ColumnEntryHead` as bytes, per byte order: 4 bytes.
-COLUMN_ENTRY_HEAD = {order: struct.Struct(order + "HH") for order in "><"}
+COLUMN_ENTRY_HEAD = _per_byte_order("HH")
 
 #: GHDR offset of a metadata record's TDR index, a u16 (AuditRBA's second half).
 GHDR_TDR_INDEX_OFFSET = 26

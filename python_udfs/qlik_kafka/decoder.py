@@ -806,8 +806,8 @@ def _avro_payload(value, envelope, message, schema_id, topic, catalog, registry,
         meta = _resolve({}, schema_id, topic, catalog, opts)
         return "avro_envelope", meta, meta.data_schema if meta else None, message
     if (
-        value[:1] == bytes([CONFLUENT_MAGIC])
-        and len(value) >= CONFLUENT_HEADER.size
+        len(value) >= CONFLUENT_HEADER.size
+        and value[0] == CONFLUENT_MAGIC
         and opts["confluent_framing"] == "auto"
     ):
         header = ConfluentHeader._make(CONFLUENT_HEADER.unpack_from(value))
