@@ -112,9 +112,6 @@ COMPILE_TIME_READS = (
 #: still here (issue 45 keeps the rest open). A new entry fails the test below: state of earlier
 #: runs is a declared source or ``this``, and a run's plan is not chosen from data.
 REMAINING_COMPILE_TIME_READS = {
-    # whether a key change is on record, to leave the key-change closure out (ADR 0020):
-    # planned always, it cost a full build of the peer's 1 M events 12 s (ADR 0025)
-    "int_apply_keys",
     # the key-change lineages planned only when the run's events hold a key change, and the
     # tables whose images carry different column sets, for the per-column fill
     "int_history_versions",

@@ -4,18 +4,12 @@
     of the previous state, the source cdc_state.int_key_state), and every known key of a table
     with a new reset. A key is rebuilt (all its changes again) when a new event sorts before
     the last event applied to it (late delivery of an earlier position, a late TRUNCATE or full
-    load), and so are the keys its row came from or went to by a key change (three key changes
-    away); otherwise its new events continue its current version (fast path). A table of its
-    own: int_apply_events reads it several times.
+    load), and so is every key a chain of key changes links to it, however long (ADR 0026);
+    otherwise its new events continue its current version (fast path). A table of its own:
+    int_apply_events reads it several times.
 -#}
 
 {{ config(materialized='table') }}
-
-{#- whether any key change is on record (a partition of int_key_changes, built before this
-    model; from the metastore): without one, a rebuilt key takes no other key along and the
-    closure below is left out (ADR 0020; planned at parse time and in a dbt unit test) -#}
-{%- set key_changes_relation = cdc_model_relation('int_key_changes') if execute else none -%}
-{%- set plans_closure = key_changes_relation is none or cdc_partition_values(key_changes_relation) | length > 0 -%}
 
 with recursive
 
@@ -116,91 +110,84 @@ key_change_edges as (
     -- every key change on record, both ways (key → other key): a rebuilt key takes the keys its
     -- row came from and went to along, since their rows depend on each other (ADR 0008)
     select
-        key_changes.edge.key_id,
-        named_struct(
-            'key_id', key_changes.edge.other_key_id,
-            'feed', key_changes.feed,
-            'source_schema', key_changes.source_schema,
-            'source_table', key_changes.source_table,
-            'primary_key', key_changes.edge.other_key
-        ) as other
+        edge.key_id,
+        edge.other_key_id
     from (
         select
-            feed,
-            source_schema,
-            source_table,
             explode(array(
-                named_struct('key_id', before_key_id, 'other_key_id', key_id, 'other_key', primary_key),
-                named_struct('key_id', key_id, 'other_key_id', before_key_id, 'other_key', before_primary_key)
+                named_struct('key_id', before_key_id, 'other_key_id', key_id),
+                named_struct('key_id', key_id, 'other_key_id', before_key_id)
             )) as edge
         from {{ ref('int_key_changes') }}
     ) as key_changes
 ),
 
-{% if plans_closure %}
+key_change_paths (origin_key_id, key_id, path) as (
+    -- every key a chain of key changes reaches from a key, one key change further each step,
+    -- never back to a key of the path: over the key changes alone (no event of this run), so
+    -- it costs one small job when there is none. A chain of more than 100 key changes
+    -- (spark.sql.cteRecursionLevelLimit) stops the run with Spark's error
+    select
+        key_id as origin_key_id,
+        other_key_id as key_id,
+        array(key_id, other_key_id) as path
+    from key_change_edges
+    union all
+    select
+        key_change_paths.origin_key_id,
+        key_change_edges.other_key_id as key_id,
+        concat(key_change_paths.path, array(key_change_edges.other_key_id)) as path
+    from key_change_paths
+    inner join key_change_edges on key_change_paths.key_id = key_change_edges.key_id
+    where not array_contains(key_change_paths.path, key_change_edges.other_key_id)
+),
 
-    rebuilt_reach (key_id, feed, source_schema, source_table, primary_key, steps) as (
-        -- the rebuilt keys, and the keys up to three key changes away from one (a recursive CTE,
-        -- one key change further each step; none without a rebuilt key or a key change)
-        select
-            key_id,
-            feed,
-            source_schema,
-            source_table,
-            primary_key,
-            0 as steps
-        -- the state's side of first_classified: the new events' first orders are broadcast
-        -- there, so this reads the state again but shuffles nothing
-        from previous_touched
-        where is_rebuilt
-        union all
-        select
-            key_change_edges.other.key_id,
-            key_change_edges.other.feed,
-            key_change_edges.other.source_schema,
-            key_change_edges.other.source_table,
-            key_change_edges.other.primary_key,
-            rebuilt_reach.steps + 1 as steps
-        from rebuilt_reach
-        inner join key_change_edges on rebuilt_reach.key_id = key_change_edges.key_id
-        where rebuilt_reach.steps < 3
-    ),
+reached_keys as (
+    -- the keys a chain of key changes links to a rebuilt key. LIMIT ALL lifts Spark's cap on the
+    -- rows a recursive CTE returns (a million). A reached key is in the state or has new events:
+    -- its key change is in change_log, applied before or new now
+    select /*+ broadcast(paths) */ distinct paths.key_id
+    from previous_touched
+    inner join (select * from key_change_paths limit all) as paths  -- noqa: AM09
+        on previous_touched.key_id = paths.origin_key_id
+    where previous_touched.is_rebuilt
+),
 
-    rebuilt_keys as (
-        -- LIMIT ALL lifts Spark's cap on the rows a recursive CTE returns (a million)
-        select distinct
-            reached.key_id,
-            reached.feed,
-            reached.source_schema,
-            reached.source_table,
-            reached.primary_key
-        from (select * from rebuilt_reach limit all) as reached  -- noqa: AM09
-    ),
-
-    classified as (
-        -- the touched keys, and the keys a key change links to a rebuilt key: rebuilt, so their
-        -- previous figures are not read (int_apply_events, int_history_versions)
-        select
-            coalesce(first_classified.feed, rebuilt_keys.feed) as feed,
-            coalesce(first_classified.source_schema, rebuilt_keys.source_schema) as source_schema,
-            coalesce(first_classified.source_table, rebuilt_keys.source_table) as source_table,
-            coalesce(first_classified.primary_key, rebuilt_keys.primary_key) as primary_key,
-            coalesce(first_classified.key_id, rebuilt_keys.key_id) as key_id,
-            first_classified.current_version,
-            first_classified.previous_last_event_order,
-            first_classified.previous_rebuilt_generation,
-            first_classified.previous_version_count,
-            rebuilt_keys.key_id is not null as is_rebuilt
-        from first_classified
-        full outer join rebuilt_keys on first_classified.key_id = rebuilt_keys.key_id
-    )
-
-{% else %}
+reached_untouched as (
+    -- the reached keys with no new event and no new reset, from the state: rebuilt, so their
+    -- previous figures are not read (int_apply_events, int_history_versions)
+    select /*+ broadcast(reached_keys, key_first_new_events, table_first_new_resets) */
+        previous_state.feed,
+        previous_state.source_schema,
+        previous_state.source_table,
+        previous_state.primary_key,
+        previous_state.key_id,
+        cast(null as {{ cdc_version_type() }}) as current_version,
+        cast(null as struct<change_position: string, source_file: string, record_index: bigint>)
+            as previous_last_event_order,
+        cast(null as string) as previous_rebuilt_generation,
+        cast(null as bigint) as previous_version_count,
+        true as is_rebuilt
+    from previous_state
+    left semi join reached_keys on previous_state.key_id = reached_keys.key_id
+    left anti join key_first_new_events on previous_state.key_id = key_first_new_events.key_id
+    left anti join table_first_new_resets
+        on
+            previous_state.feed = table_first_new_resets.feed
+            and previous_state.source_schema = table_first_new_resets.source_schema
+            and previous_state.source_table = table_first_new_resets.source_table
+),
 
 classified as (
-    -- no key change on record: the classified keys are the touched keys
-    select * from first_classified
+    -- the touched keys (rebuilt too when a key change links them to a rebuilt key), and the
+    -- reached keys that are not touched
+    select /*+ broadcast(reached_keys) */
+        first_classified.* except (is_rebuilt),
+        first_classified.is_rebuilt or reached_keys.key_id is not null as is_rebuilt
+    from first_classified
+    left join reached_keys on first_classified.key_id = reached_keys.key_id
+    union all
+    select * from reached_untouched
 )
-{% endif %}
 
 select * from classified
