@@ -112,10 +112,7 @@ COMPILE_TIME_READS = (
 #: still here (issue 45 keeps the rest open). A new entry fails the test below: state of earlier
 #: runs is a declared source or ``this``, and a run's plan is not chosen from data.
 REMAINING_COMPILE_TIME_READS = {
-    # the key-change lineages planned only when the run's events hold a key change, and the
-    # tables whose images carry different column sets, for the per-column fill
-    "int_history_versions",
-    # helpers of the entries above and of the data tests' scopes (tests/dbt)
+    # helpers of the data tests' scopes (tests/dbt)
     "cdc_model_relation",
     "cdc_partition_values",
     "cdc_scope_predicate",

@@ -5,14 +5,11 @@
     recomputes all its versions; the history mart then ignores the key's rows of older
     generations).
 
-    Set-based: the row after each event holds, for every column its lineage carries, the last
-    value an event of the lineage up to it carried: the last image of its segment when every
-    image of the lineage carries the same columns (one window over the lineage's events), else
-    a window per column over the lineage's events with one row per column (compressed images).
-    A lineage is a segment of a key (int_apply_events), extended by key changes: the SET of a
-    key change continues the old key's segment before the REMOVE of the same change, so the row
-    moves to the new key with every column it had. A version opens where the row changes. No
-    lambda runs per event.
+    Set-based, every window over one key's events in change order (seq): the row after each
+    event holds, for every column, the last value an image of its segment carried up to it.
+    A key change carries the old key's row to the new key (ADR 0026): the SET of the new key
+    is laid over the row the old key's segment ended with, found for the few key changes of
+    the run by a recursive CTE along each chain. A version opens where the row changes.
 
     A run killed before int_key_state is written leaves the watermark where it was, so the next
     run computes these keys again (and more) in its own generation; the history mart keeps the
@@ -27,12 +24,6 @@
 ) }}
 
 {%- set generation = cdc_generation() %}
-{#- whether a key change is among this run's events (the is_key_change partition of
-    int_apply_events, from the metastore): the key-change lineages are planned only then (true
-    at parse time and in a dbt unit test) -#}
-{%- set apply_events_relation = cdc_model_relation('int_apply_events') if execute else none %}
-{%- set plans_key_changes = apply_events_relation is none
-    or 'true' in cdc_partition_values(apply_events_relation) %}
 
 with recursive
 
@@ -40,154 +31,151 @@ apply_events as (
     select * from {{ ref('int_apply_events') }}
 ),
 
-{% if plans_key_changes %}
-
-    key_change_links as (
-        -- the SET of a key change continues the old key's segment before the REMOVE of the same
-        -- change (reads the is_key_change partition only)
-        select
-            moved.key_id as child_key_id,
-            moved.segment as child_segment,
-            removed.key_id as root_key_id,
-            removed.segment - 1 as root_segment
-        from apply_events as moved
-        inner join apply_events as removed
-            on
-                moved.source_key_id = removed.key_id
-                and moved.event_order = removed.event_order
-        where
-            moved.is_key_change
-            and removed.is_key_change
-            and moved.source_key_id is not null
-            and removed.kind = 'REMOVE'
-            and removed.segment > 1
-    ),
-
-    lineage_chains (child_key_id, child_segment, root_key_id, root_segment, depth) as (
-        -- each key change's chain followed back one key change at a time, as far as it goes (a
-        -- recursive CTE: a segment's link points to an earlier segment, so the chain ends)
-        select
-            child_key_id,
-            child_segment,
-            root_key_id,
-            root_segment,
-            1 as depth
-        from key_change_links
-        union all
-        select
-            lineage_chains.child_key_id,
-            lineage_chains.child_segment,
-            key_change_links.root_key_id,
-            key_change_links.root_segment,
-            lineage_chains.depth + 1 as depth
-        from lineage_chains
-        inner join key_change_links
-            on
-                lineage_chains.root_key_id = key_change_links.child_key_id
-                and lineage_chains.root_segment = key_change_links.child_segment
-    ),
-
-    lineage_roots as (
-        -- the first segment of each chain: where it went furthest back. LIMIT ALL lifts Spark's
-        -- cap on the rows a recursive CTE returns (spark.sql.cteRecursionRowLimit, a million:
-        -- a run rebuilding many keys with key changes can pass it); a chain of more than 100 key
-        -- changes (spark.sql.cteRecursionLevelLimit) stops the run with Spark's error
-        select
-            chains.child_key_id,
-            chains.child_segment,
-            max_by(named_struct('key_id', chains.root_key_id, 'segment', chains.root_segment), chains.depth) as root
-        from (select * from lineage_chains limit all) as chains  -- noqa: AM09
-        group by chains.child_key_id, chains.child_segment
-    ),
-
-    lineaged as (
-        -- a row's lineage: the first segment of its chain of key changes (its own when none)
-        select
-            apply_events.*,
-            coalesce(lineage_roots.root.key_id, apply_events.key_id) as lineage_key_id,
-            coalesce(lineage_roots.root.segment, apply_events.segment) as lineage_segment
-        from apply_events
-        left join lineage_roots
-            on
-                apply_events.key_id = lineage_roots.child_key_id
-                and apply_events.segment = lineage_roots.child_segment
-    ),
-
-{% else %}
-
-lineaged as (
-    -- no key change among this run's events: a row's lineage is its own segment, and its key
-    -- the key's own key_id (no alias of it: the scan's partitioning by key stays one partitioning
-    -- that the union below can pass on)
+key_change_links as (
+    -- a key change: the SET of the new key (child) continues the segment the old key (parent)
+    -- had before the REMOVE of the same change. Reads the is_key_change partition only
     select
-        apply_events.*,
-        apply_events.segment as lineage_segment
-    from apply_events
+        moved.key_id as child_key_id,
+        moved.segment as child_segment,
+        removed.key_id as parent_key_id,
+        removed.segment - 1 as parent_segment
+    from apply_events as moved
+    inner join apply_events as removed
+        on
+            moved.source_key_id = removed.key_id
+            and moved.event_order = removed.event_order
+    where
+        moved.is_key_change
+        and removed.is_key_change
+        and moved.source_key_id is not null
+        and removed.kind = 'REMOVE'
+        and removed.segment > 1
 ),
-{% endif %}
 
-{#- without key changes a lineage's key is its key's key_id: naming that column lets the windows
-    over the key below reuse the lineage windows' shuffle (Spark does not see through the alias) -#}
-{%- set lineage_key_column = 'lineage_key_id' if plans_key_changes else 'key_id' %}
-{#- and a lineage's order is its key's event order, seq: a segment starts at an event and runs
-    to the next segment's start in seq order (int_apply_events), so ordering by segment first
-    changes nothing (the same rows, checked on the peer's 1 M events). Naming seq lets every
-    window below share one sort of the events: two sorts less (ADR 0008) -#}
-{%- set lineage_sort_columns = 'lineage_segment, event_class, event_order, event_rank, kind, primary_key'
-    if plans_key_changes else 'seq' %}
-{%- set lineage_order_column = 'lineage_seq' if plans_key_changes else 'seq' %}
+parent_entries as (
+    -- the column values of the parents' segments (a broadcast of few segments)
+    select /*+ broadcast(key_change_links) */
+        apply_events.key_id,
+        apply_events.segment,
+        apply_events.seq,
+        explode(map_entries(apply_events.image)) as entry
+    from apply_events
+    left semi join key_change_links
+        on
+            apply_events.key_id = key_change_links.parent_key_id
+            and apply_events.segment = key_change_links.parent_segment
+    where apply_events.sets_columns
+),
 
-lineage_sequenced as (
-    -- the windows over lineages partition by the lineage's key and order as the lineage's
-    -- events (seq without key changes): one sort serves them all (ADR 0008)
+parent_rows as (
+    -- the row a parent segment ends with: each column's last value in the segment
+    select
+        key_id,
+        segment,
+        map_from_entries(collect_list(named_struct('key', column_name, 'value', column_value))) as row
+    from (
+        select
+            parent_entries.key_id,
+            parent_entries.segment,
+            parent_entries.entry.key as column_name,
+            max_by(parent_entries.entry.value, parent_entries.seq) as column_value
+        from parent_entries
+        group by parent_entries.key_id, parent_entries.segment, parent_entries.entry.key
+    ) as parent_columns
+    group by key_id, segment
+),
+
+carried_rows (child_key_id, child_segment, row) as (
+    -- the row each key change carries: the parent segment's row, laid over the row an earlier
+    -- key change carried into that segment (each chain followed from its first key). A chain of
+    -- more than 100 key changes (spark.sql.cteRecursionLevelLimit) stops the run with Spark's
+    -- error
+    select
+        links.child_key_id,
+        links.child_segment,
+        coalesce(parent_rows.row, cast(map() as map<string, string>)) as row  -- noqa: LT01
+    from key_change_links as links
+    left join parent_rows
+        on links.parent_key_id = parent_rows.key_id and links.parent_segment = parent_rows.segment
+    left anti join key_change_links as earlier
+        on links.parent_key_id = earlier.child_key_id and links.parent_segment = earlier.child_segment
+    union all
+    select
+        links.child_key_id,
+        links.child_segment,
+        {{ cdc_overlay('carried_rows.row', "coalesce(parent_rows.row, cast(map() as map<string, string>))") }}
+            as row
+    from carried_rows
+    inner join key_change_links as links
+        on carried_rows.child_key_id = links.parent_key_id and carried_rows.child_segment = links.parent_segment
+    left join parent_rows
+        on links.parent_key_id = parent_rows.key_id and links.parent_segment = parent_rows.segment
+),
+
+carried as (
+    -- LIMIT ALL lifts Spark's cap on the rows a recursive CTE returns (a million)
+    select * from carried_rows limit all  -- noqa: AM09
+),
+
+events as (
+    -- the SET of a key change's new key laid over the row it carries (a broadcast: no shuffle)
+    select /*+ broadcast(carried) */
+        apply_events.* except (image),
+        case
+            when carried.row is not null then {{ cdc_overlay('carried.row', 'apply_events.image') }}
+            else apply_events.image
+        end as image
+    from apply_events
+    left join carried
+        on
+            apply_events.key_id = carried.child_key_id
+            and apply_events.segment = carried.child_segment
+            and apply_events.kind = 'SET'
+            and apply_events.source_key_id is not null
+),
+
+key_sequenced as (
+    -- every window here partitions by the key and orders by seq: int_apply_events is bucketed by
+    -- key_id, so none shuffles, and one sort serves them all (ADR 0008)
     select
         *,
-        row_number() over lineage_order as lineage_seq,
-        -- uniform: every image of the lineage carries the same columns (full images, the
-        -- common case), so the row after an event is the last image of its segment
+        -- uniform: every image of the key carries the same columns (full images, the common
+        -- case), so the row after an event is the last image of its segment
         coalesce(
-            min(case when sets_columns then sort_array(map_keys(image)) end) over lineage_whole
-            = max(case when sets_columns then sort_array(map_keys(image)) end) over lineage_whole,
+            min(case when sets_columns then sort_array(map_keys(image)) end) over key_whole
+            = max(case when sets_columns then sort_array(map_keys(image)) end) over key_whole,
             true
         ) as is_uniform,
         last(
-            case when sets_columns then named_struct('segment', lineage_segment, 'image', image) end, true
-        ) over lineage_upto as last_image,
-        -- every column an image of the lineage carries
-        array_distinct(flatten(collect_list(case when sets_columns then map_keys(image) end) over lineage_whole))
+            case when sets_columns then named_struct('segment', segment, 'image', image) end, true
+        ) over key_upto as last_image,
+        -- every column an image of the key carries
+        array_distinct(flatten(collect_list(case when sets_columns then map_keys(image) end) over key_whole))
             as column_names
-    from lineaged
+    from events
     window
-        lineage_order as (partition by {{ lineage_key_column }} order by {{ lineage_sort_columns }}),
-        lineage_upto as (
-            partition by {{ lineage_key_column }} order by {{ lineage_sort_columns }}
-            rows between unbounded preceding and current row
-        ),
-        lineage_whole as (
-            partition by {{ lineage_key_column }} order by {{ lineage_sort_columns }}
-            rows between unbounded preceding and unbounded following
-        )
+        key_upto as (partition by key_id order by seq rows between unbounded preceding and current row),
+        key_whole as (partition by key_id order by seq rows between unbounded preceding and unbounded following)
 ),
 
 column_filled as (
-    -- of a lineage whose images carry different column sets (compressed images), one row per
-    -- event and column, with the last value an image of the lineage carried for the column up
-    -- to the event and the segment it came from (a struct keeps an explicit NULL apart from an
-    -- absent column); of a uniform lineage, the event alone (column_name null). Its windows
-    -- partition by the lineage's key and more: the events keep their partitioning, no shuffle
+    -- of a key whose images carry different column sets (compressed images), one row per event
+    -- and column, with the last value an image of the key carried for the column up to the
+    -- event and the segment it came from (a struct keeps an explicit NULL apart from an absent
+    -- column); of a uniform key, the event alone (column_name null)
     select
         *,
         last(
             case
                 when not is_uniform and sets_columns and map_contains_key(image, column_name)
-                    then named_struct('segment', lineage_segment, 'value', image[column_name])
+                    then named_struct('segment', segment, 'value', image[column_name])
             end,
             true
         ) over (
-            partition by {{ lineage_key_column }}, column_name
-            order by lineage_seq rows between unbounded preceding and current row
+            partition by key_id, column_name
+            order by seq rows between unbounded preceding and current row
         ) as filled
-    from lineage_sequenced
+    from key_sequenced
         lateral view posexplode(case when is_uniform then array(cast(null as string)) else column_names end)
         as column_position, column_name
 ),
@@ -198,23 +186,23 @@ column_gathered as (
         *,
         sort_array(collect_list(
             case
-                when filled['segment'] = lineage_segment
+                when filled['segment'] = segment
                     then named_struct('key', column_name, 'value', filled['value'])
             end
-        ) over (partition by {{ lineage_key_column }}, {{ lineage_order_column }})) as gathered_entries
+        ) over (partition by key_id, seq)) as gathered_entries
     from column_filled
 ),
 
 stepped as (
     -- the row after each event, as entries sorted by column name (comparable with =): of a
-    -- uniform lineage, the last image of its segment up to it (none: no row); of a lineage
-    -- whose images differ, the columns whose last value came from its segment (ADR 0008)
+    -- uniform key, the last image of its segment up to it (none: no row); of a key whose
+    -- images differ, the columns whose last value came from its segment (ADR 0008)
     select
         * except (last_image, column_names, column_position, column_name, filled, gathered_entries),
         case
             when is_uniform
                 then coalesce(
-                    sort_array(map_entries(case when last_image['segment'] = lineage_segment then last_image['image'] end)),
+                    sort_array(map_entries(case when last_image['segment'] = segment then last_image['image'] end)),
                     cast(array() as array<struct<key: string, value: string>>)
                 )
             -- a column outside the event's table_columns was dropped at the source (ADR 0024)
