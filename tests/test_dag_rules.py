@@ -73,7 +73,12 @@ def test_the_apply_chain_reads_the_change_log_store_and_readers_the_mart(manifes
         "model.cdc_changelog.int_catalog_tables",
         "model.cdc_changelog.int_changes_logged",
     ]
-    for name in ("int_apply_keys", "int_apply_events", "int_key_changes", "int_table_resets"):
+    for name in (
+        "int_apply_keys",
+        "int_apply_events_gathered",
+        "int_key_changes",
+        "int_table_resets",
+    ):
         assert "model.cdc_changelog.int_changes_logged" in models[name]["depends_on"]["nodes"]
 
 
@@ -96,7 +101,7 @@ def test_the_previous_key_state_is_a_declared_source(manifest):
     state = "source.cdc_changelog.cdc_state.int_key_state"
     assert state in manifest["sources"]
     readers = sorted(name for name, node in models.items() if state in node["depends_on"]["nodes"])
-    assert readers == ["int_apply_events", "int_apply_keys", "int_key_changes"]
+    assert readers == ["int_apply_events_gathered", "int_apply_keys", "int_key_changes"]
     assert manifest["sources"][state]["identifier"] == models["int_key_state"]["alias"]
 
 
@@ -141,3 +146,29 @@ def test_no_new_model_or_macro_reads_tables_when_it_compiles(manifest):
     assert readers - REMAINING_COMPILE_TIME_READS == set()
     # an entry whose reads are gone is taken off the list
     assert REMAINING_COMPILE_TIME_READS - readers == set()
+
+
+#: Issue 45, item 4: each model is a CTE chain an analytics engineer reads in one sitting.
+MAX_MODEL_LINES = 150
+
+
+def test_no_model_is_over_150_lines(manifest):
+    long = sorted(
+        (node["name"], len(node["raw_code"].splitlines()))
+        for node in _models(manifest).values()
+        if len(node["raw_code"].splitlines()) > MAX_MODEL_LINES
+    )
+    assert long == []
+
+
+def test_the_key_change_plans_are_read_from_the_lake_by_no_model(manifest):
+    """ADR 0026: the key-change closure and the rows key changes carry are planned on every
+    run (no partition listing decides them), in ephemeral models that the lineage shows."""
+    models = {n["name"]: n for n in _models(manifest).values()}
+    for name in ("int_linked_keys", "int_key_change_rows"):
+        assert models[name]["config"]["materialized"] == "ephemeral"
+        assert "with recursive" in models[name]["raw_code"]
+    assert "model.cdc_changelog.int_linked_keys" in models["int_apply_keys"]["depends_on"]["nodes"]
+    assert (
+        "model.cdc_changelog.int_key_change_rows" in models["int_event_rows"]["depends_on"]["nodes"]
+    )

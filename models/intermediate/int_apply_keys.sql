@@ -1,24 +1,23 @@
 {#-
-    The keys this run applies (DESIGN.md §6, ADR 0008), one row each, rewritten by every run:
-    keys with new changes in change_log since the last applied generation (cdc_state_watermark
-    of the previous state, the source cdc_state.int_key_state), and every known key of a table
-    with a new reset. A key is rebuilt (all its changes again) when a new event sorts before
-    the last event applied to it (late delivery of an earlier position, a late TRUNCATE or full
-    load), and so is every key a chain of key changes links to it, however long (ADR 0026);
-    otherwise its new events continue its current version (fast path). A table of its own:
-    int_apply_events reads it several times.
+    The keys this run applies (DESIGN.md §6, ADR 0008): keys with changes since the watermark
+    (of the source cdc_state.int_key_state), and the known keys of a table with a new reset. A
+    key is rebuilt (all its changes again) when a new event sorts before the last event applied
+    to it (a late position, TRUNCATE or full load), and so is every key a chain of key changes
+    links to it (int_linked_keys, ADR 0026); else its new events continue its current version.
 -#}
 
 {{ config(materialized='table') }}
 
-with recursive
+with
 
-logged_changes as (
+new_changes as (
     select * from {{ ref('int_changes_logged') }}
+    where applied_generation > {{ cdc_state_watermark() }}
 ),
 
-table_resets as (
+new_resets as (
     select * from {{ ref('int_table_resets') }}
+    where applied_generation > {{ cdc_state_watermark() }}
 ),
 
 previous_state as (
@@ -26,9 +25,8 @@ previous_state as (
     select * from {{ source('cdc_state', 'int_key_state') }}
 ),
 
-new_changes as (
-    select * from logged_changes
-    where applied_generation > {{ cdc_state_watermark() }}
+linked_keys as (
+    select * from {{ ref('int_linked_keys') }}
 ),
 
 new_events as (
@@ -53,15 +51,13 @@ table_first_new_resets as (
         source_schema,
         source_table,
         min(reset_order) as first_new_reset_order
-    from table_resets
-    where applied_generation > {{ cdc_state_watermark() }}
+    from new_resets
     group by feed, source_schema, source_table
 ),
 
 previous_touched as (
     -- the previous state of the keys with new events and of every key of a table with a new
-    -- reset: the small sides are broadcast, so the state (every key ever seen) is read once
-    -- and never shuffled
+    -- reset: the small sides are broadcast, so the state (every key ever seen) is not shuffled
     select /*+ broadcast(key_first_new_events, table_first_new_resets) */
         previous_state.feed,
         previous_state.source_schema,
@@ -106,67 +102,29 @@ first_classified as (
         on key_first_new_events.key_id = previous_touched.key_id
 ),
 
-key_change_edges as (
-    -- every key change on record, both ways (key → other key): a rebuilt key takes the keys its
-    -- row came from and went to along, since their rows depend on each other (ADR 0008)
-    select
-        edge.key_id,
-        edge.other_key_id
-    from (
-        select
-            explode(array(
-                named_struct('key_id', before_key_id, 'other_key_id', key_id),
-                named_struct('key_id', key_id, 'other_key_id', before_key_id)
-            )) as edge
-        from {{ ref('int_key_changes') }}
-    ) as key_changes
-),
-
-key_change_paths (origin_key_id, key_id, path) as (
-    -- every key a chain of key changes reaches from a key, one key change further each step,
-    -- never back to a key of the path: over the key changes alone (no event of this run), so
-    -- it costs one small job when there is none. A chain of more than 100 key changes
-    -- (spark.sql.cteRecursionLevelLimit) stops the run with Spark's error
-    select
-        key_id as origin_key_id,
-        other_key_id as key_id,
-        array(key_id, other_key_id) as path
-    from key_change_edges
-    union all
-    select
-        key_change_paths.origin_key_id,
-        key_change_edges.other_key_id as key_id,
-        concat(key_change_paths.path, array(key_change_edges.other_key_id)) as path
-    from key_change_paths
-    inner join key_change_edges on key_change_paths.key_id = key_change_edges.key_id
-    where not array_contains(key_change_paths.path, key_change_edges.other_key_id)
-),
-
 reached_keys as (
-    -- the keys a chain of key changes links to a rebuilt key. LIMIT ALL lifts Spark's cap on the
-    -- rows a recursive CTE returns (a million). A reached key is in the state or has new events:
-    -- its key change is in change_log, applied before or new now
-    select /*+ broadcast(paths) */ distinct paths.key_id
+    -- the keys a chain of key changes links to a rebuilt key: each is in the state or has new
+    -- events (its key change is in change_log, applied before or new now)
+    select /*+ broadcast(linked_keys) */ distinct linked_keys.linked_key_id as key_id
     from previous_touched
-    inner join (select * from key_change_paths limit all) as paths  -- noqa: AM09
-        on previous_touched.key_id = paths.origin_key_id
+    inner join linked_keys
+        on previous_touched.key_id = linked_keys.key_id
     where previous_touched.is_rebuilt
 ),
 
 reached_untouched as (
-    -- the reached keys with no new event and no new reset, from the state: rebuilt, so their
-    -- previous figures are not read (int_apply_events, int_history_versions)
+    -- the reached keys with no new event and no new reset, from the state (a rebuilt key's
+    -- previous figures are not read: int_apply_events, int_history_versions)
     select /*+ broadcast(reached_keys, key_first_new_events, table_first_new_resets) */
         previous_state.feed,
         previous_state.source_schema,
         previous_state.source_table,
         previous_state.primary_key,
         previous_state.key_id,
-        cast(null as {{ cdc_version_type() }}) as current_version,
-        cast(null as struct<change_position: string, source_file: string, record_index: bigint>)
-            as previous_last_event_order,
-        cast(null as string) as previous_rebuilt_generation,
-        cast(null as bigint) as previous_version_count,
+        previous_state.current_version,
+        previous_state.last_event_order as previous_last_event_order,
+        previous_state.rebuilt_generation as previous_rebuilt_generation,
+        previous_state.version_count as previous_version_count,
         true as is_rebuilt
     from previous_state
     left semi join reached_keys on previous_state.key_id = reached_keys.key_id
@@ -179,8 +137,7 @@ reached_untouched as (
 ),
 
 classified as (
-    -- the touched keys (rebuilt too when a key change links them to a rebuilt key), and the
-    -- reached keys that are not touched
+    -- the touched keys (rebuilt too when linked to a rebuilt key), and the untouched linked ones
     select /*+ broadcast(reached_keys) */
         first_classified.* except (is_rebuilt),
         first_classified.is_rebuilt or reached_keys.key_id is not null as is_rebuilt

@@ -1,11 +1,10 @@
 {#-
     The store behind the change_log mart, and what the apply chain reads: the changes of
-    complete transactions only (DESIGN.md §5, §6.1). Incremental:
-    each run appends, as partition applied_generation = this run's generation, the complete
-    changes of its working set (new ingest batches, and the batches of transactions still open,
-    ADR 0007) whose change_id is not in the log yet. Re-delivered changes (same change_id) are
-    never appended twice, so a run killed half way and started again appends exactly what is
-    missing.
+    complete transactions only (DESIGN.md §5, §6.1). Each run appends, as partition
+    applied_generation = its generation, the complete changes of its working set (new ingest
+    batches, and the batches of transactions still open, ADR 0007) whose change_id is not in
+    the log yet. Re-delivered changes (same change_id) are never appended twice, so a run
+    killed half way and started again appends exactly what is missing.
 
     A table declared late (ADR 0021): changes logged while their table was not in the catalog,
     or had no key columns, have no key. Once the catalog gives the table one, the next run
@@ -25,8 +24,7 @@
     'change_id', 'feed', 'source_schema', 'source_table', 'change_position', 'operation',
     'transaction_id', 'primary_key', 'before_primary_key', 'key_id', 'before_key_id',
     'transaction_sequence', 'before_image', 'after_image', 'changed_columns', 'table_columns',
-    'is_in_catalog',
-    'committed_at', 'source_file', 'record_offset', 'record_index', 'ingest_batch_id',
+    'is_in_catalog', 'committed_at', 'source_file', 'record_offset', 'record_index', 'ingest_batch_id',
 ] -%}
 {#- the columns a change's key gives it (cdc_key_columns, cdc_key_id) -#}
 {%- set key_columns = ['primary_key', 'before_primary_key', 'key_id', 'before_key_id', 'is_in_catalog'] %}

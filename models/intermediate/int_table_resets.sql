@@ -58,7 +58,9 @@ final as (
             'image', cast(null as map<string, string>),  -- noqa: LT01
             'committed_at', committed_at,
             'operation', operation,
-            'load_transaction', load_transaction
+            'load_transaction', load_transaction,
+            'table_columns', cast(null as array<string>),
+            'source_key_id', cast(null as string)
         ) as event
     from resets
 )

@@ -83,14 +83,6 @@ deduplicated as (
     {{ cdc_first_delivery('paired', 'feed, transaction_id, delivery_key, operation') }}
 ),
 
-changes_with_before_images as (
-    select
-        *,
-        case when operation = 'UPDATE' then position_before_data end as before_data
-    from deduplicated
-    where operation != 'BEFOREIMAGE'
-),
-
 canonical as (
     select
         case
@@ -109,7 +101,7 @@ canonical as (
             to_timestamp(substr(header__change_seq, 1, 16), 'yyyyMMddHHmmssSS')
         ) as committed_at,
         case
-            when operation = 'UPDATE' then before_data
+            when operation = 'UPDATE' then position_before_data
             when operation = 'DELETE' then data
         end as before_image,
         case when operation in ('INSERT', 'UPDATE', 'LOAD') then data end as after_image,
@@ -130,7 +122,8 @@ canonical as (
         record_offset,
         record_index,
         ingest_batch_id
-    from changes_with_before_images
+    from deduplicated
+    where operation != 'BEFOREIMAGE'
 ),
 
 sequenced as (
