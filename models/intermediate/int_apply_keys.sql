@@ -55,9 +55,10 @@ table_first_new_resets as (
     group by feed, source_schema, source_table
 ),
 
-previous_touched as (
-    -- the previous state of the keys with new events and of every key of a table with a new
-    -- reset: the small sides are broadcast, so the state (every key ever seen) is not shuffled
+previous_flagged as (
+    -- every key of the previous state: touched (new events, or a new reset of its table), and
+    -- rebuilt (a new event or reset sorts before the last event applied to it). The small
+    -- sides are broadcast, so the state (every key ever seen) is not shuffled
     select /*+ broadcast(key_first_new_events, table_first_new_resets) */
         previous_state.feed,
         previous_state.source_schema,
@@ -68,7 +69,7 @@ previous_touched as (
         previous_state.last_event_order,
         previous_state.rebuilt_generation,
         previous_state.version_count,
-        -- a new event or reset sorts before the last event applied: the key is rebuilt
+        key_first_new_events.key_id is not null or table_first_new_resets.feed is not null as is_touched,
         coalesce(key_first_new_events.first_event_order <= previous_state.last_event_order, false)
         or coalesce(table_first_new_resets.first_new_reset_order <= previous_state.last_event_order, false)
             as is_rebuilt
@@ -80,7 +81,11 @@ previous_touched as (
             previous_state.feed = table_first_new_resets.feed
             and previous_state.source_schema = table_first_new_resets.source_schema
             and previous_state.source_table = table_first_new_resets.source_table
-    where key_first_new_events.key_id is not null or table_first_new_resets.feed is not null
+),
+
+previous_touched as (
+    select * from previous_flagged
+    where is_touched
 ),
 
 first_classified as (
@@ -113,27 +118,22 @@ reached_keys as (
 ),
 
 reached_untouched as (
-    -- the reached keys with no new event and no new reset, from the state (a rebuilt key's
+    -- the linked keys with no new event and no new reset, from the state (a rebuilt key's
     -- previous figures are not read: int_apply_events, int_history_versions)
-    select /*+ broadcast(reached_keys, key_first_new_events, table_first_new_resets) */
-        previous_state.feed,
-        previous_state.source_schema,
-        previous_state.source_table,
-        previous_state.primary_key,
-        previous_state.key_id,
-        previous_state.current_version,
-        previous_state.last_event_order as previous_last_event_order,
-        previous_state.rebuilt_generation as previous_rebuilt_generation,
-        previous_state.version_count as previous_version_count,
+    select /*+ broadcast(reached_keys) */
+        previous_flagged.feed,
+        previous_flagged.source_schema,
+        previous_flagged.source_table,
+        previous_flagged.primary_key,
+        previous_flagged.key_id,
+        previous_flagged.current_version,
+        previous_flagged.last_event_order as previous_last_event_order,
+        previous_flagged.rebuilt_generation as previous_rebuilt_generation,
+        previous_flagged.version_count as previous_version_count,
         true as is_rebuilt
-    from previous_state
-    left semi join reached_keys on previous_state.key_id = reached_keys.key_id
-    left anti join key_first_new_events on previous_state.key_id = key_first_new_events.key_id
-    left anti join table_first_new_resets
-        on
-            previous_state.feed = table_first_new_resets.feed
-            and previous_state.source_schema = table_first_new_resets.source_schema
-            and previous_state.source_table = table_first_new_resets.source_table
+    from previous_flagged
+    left semi join reached_keys on previous_flagged.key_id = reached_keys.key_id
+    where not previous_flagged.is_touched
 ),
 
 classified as (
