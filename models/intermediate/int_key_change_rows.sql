@@ -68,6 +68,18 @@ parent_rows as (
     group by key_id, segment
 ),
 
+key_change_parents as (
+    -- each key change with the row its parent segment ended with (empty when it had none)
+    select
+        key_change_links.*,
+        coalesce(parent_rows.row, cast(map() as map<string, string>)) as parent_row  -- noqa: LT01
+    from key_change_links
+    left join parent_rows
+        on
+            key_change_links.parent_key_id = parent_rows.key_id
+            and key_change_links.parent_segment = parent_rows.segment
+),
+
 carried_rows (child_key_id, child_segment, row) as (
     -- the row each key change carries: the parent segment's row, laid over the row an earlier
     -- key change carried into that segment (each chain followed from its first key). A chain of
@@ -76,23 +88,18 @@ carried_rows (child_key_id, child_segment, row) as (
     select
         links.child_key_id,
         links.child_segment,
-        coalesce(parent_rows.row, cast(map() as map<string, string>)) as row  -- noqa: LT01
-    from key_change_links as links
-    left join parent_rows
-        on links.parent_key_id = parent_rows.key_id and links.parent_segment = parent_rows.segment
+        links.parent_row as row
+    from key_change_parents as links
     left anti join key_change_links as earlier
         on links.parent_key_id = earlier.child_key_id and links.parent_segment = earlier.child_segment
     union all
     select
         links.child_key_id,
         links.child_segment,
-        {{ cdc_overlay('carried_rows.row', "coalesce(parent_rows.row, cast(map() as map<string, string>))") }}
-            as row
+        {{ cdc_overlay('carried_rows.row', 'links.parent_row') }} as row
     from carried_rows
-    inner join key_change_links as links
+    inner join key_change_parents as links
         on carried_rows.child_key_id = links.parent_key_id and carried_rows.child_segment = links.parent_segment
-    left join parent_rows
-        on links.parent_key_id = parent_rows.key_id and links.parent_segment = parent_rows.segment
 )
 
 -- LIMIT ALL lifts Spark's cap on the rows a recursive CTE returns (a million)
