@@ -4,5 +4,5 @@
         that appended any (a partition filter). 'true' when tests check all history; 'false'
         before any change was applied.
     -#}
-    {{ return(cdc_scope_predicate('int_changes_logged', prefix ~ "applied_generation = '{generation}'")) }}
+    {{ return(cdc_scope_predicate('int_changes_logged', 'applied_generation', prefix ~ 'applied_generation = {generation}')) }}
 {% endmacro %}

@@ -6,6 +6,6 @@
         check all history or change_log's store int_changes_logged has fewer than two generations.
     -#}
     {{ return(cdc_scope_predicate(
-        'int_changes_logged', prefix ~ "ingest_batch_id > '{generation}'", generation_index=-2, when_missing='true'
+        'int_changes_logged', 'applied_generation', prefix ~ 'ingest_batch_id > {generation}', generation_index=-2, when_missing='true'
     )) }}
 {% endmacro %}

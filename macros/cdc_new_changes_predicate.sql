@@ -4,7 +4,7 @@
         appended any (its newest applied_generation partition). 'true' when tests check all
         history; 'false' before any change was applied.
     -#}
-    {{ return(cdc_scope_predicate('int_changes_logged',
+    {{ return(cdc_scope_predicate('int_changes_logged', 'applied_generation',
         prefix ~ "change_id in (select new_changes.change_id from {relation} as new_changes"
-        ~ " where new_changes.applied_generation = '{generation}')")) }}
+        ~ ' where new_changes.applied_generation = {generation})')) }}
 {% endmacro %}

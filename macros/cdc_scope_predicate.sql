@@ -1,22 +1,31 @@
-{% macro cdc_scope_predicate(model_name, predicate, generation_index=-1, when_missing='false') %}
+{% macro cdc_scope_predicate(model_name, generation_column, predicate, generation_index=-1, when_missing='false') %}
     {#-
         `predicate` (SQL text) with `{relation}` replaced by the model's relation and
-        `{generation}` by one of its partition values (generation_index: -1 the newest, -2 the
-        one before). 'true' when tests check all history (cdc_tests_check_all_history) and at
-        parse time; `when_missing` when the model has fewer partitions than that; 'true' for
-        the newest when it is the only one (the first run, a full refresh: every row is the
-        last run's, and the test reads no subquery to find that out).
+        `{generation}` by a scalar subquery of one of its generations, found when the test runs
+        (generation_index: -1 the newest, -2 the one before). Spark prunes the partitions with
+        the subquery's value (a dynamic partition filter), so a scoped test reads the files of
+        one generation. `when_missing` where the model has no such generation (the predicate is
+        null: coalesce). 'true' when tests check all history (cdc_tests_check_all_history) and
+        at parse time. Nothing is read when the test compiles (issue 45).
     -#}
     {%- if not execute or cdc_tests_check_all_history() -%}
         {{ return('true') }}
     {%- endif -%}
     {%- set relation = cdc_model_relation(model_name) -%}
-    {%- set generations = cdc_partition_values(relation) -%}
-    {%- if generations | length < -generation_index -%}
+    {%- if relation is none -%}
         {{ return(when_missing) }}
     {%- endif -%}
-    {%- if generations | length == 1 and generation_index == -1 -%}
-        {{ return('true') }}
+    {%- set newest = '(select max(' ~ generation_column ~ ') from ' ~ relation ~ ')' -%}
+    {%- if generation_index == -1 -%}
+        {%- set generation = newest -%}
+    {%- elif generation_index == -2 -%}
+        {%- set generation = '(select max(' ~ generation_column ~ ') from ' ~ relation
+            ~ ' where ' ~ generation_column ~ ' < ' ~ newest ~ ')' -%}
+    {%- else -%}
+        {{ exceptions.raise_compiler_error(
+            "cdc_scope_predicate: generation_index is " ~ generation_index ~ "; use -1 (the newest) or -2 (the one before)."
+        ) }}
     {%- endif -%}
-    {{ return(predicate | replace('{relation}', relation | string) | replace('{generation}', generations[generation_index])) }}
+    {%- set scoped = predicate | replace('{relation}', relation | string) | replace('{generation}', generation) -%}
+    {{ return('coalesce(' ~ scoped ~ ', ' ~ when_missing ~ ')') }}
 {% endmacro %}

@@ -6,7 +6,7 @@
         'true' when tests check all history (cdc_tests_check_all_history); 'false' before any
         run applied a change. `prefix` qualifies the column, e.g. 'history.'.
     -#}
-    {{ return(cdc_scope_predicate('int_history_versions',
+    {{ return(cdc_scope_predicate('int_history_versions', 'history_generation',
         prefix ~ 'key_id in (select touched.key_id'
-        ~ " from {relation} as touched where touched.history_generation = '{generation}')")) }}
+        ~ ' from {relation} as touched where touched.history_generation = {generation})')) }}
 {% endmacro %}

@@ -4,7 +4,7 @@
         changes (the newest history_generation partition of int_history_versions). 'true' when
         tests check all history; 'false' before any run applied a change.
     -#}
-    {{ return(cdc_scope_predicate('int_history_versions',
+    {{ return(cdc_scope_predicate('int_history_versions', 'history_generation',
         prefix ~ "version_id in (select touched.version_id from {relation} as touched"
-        ~ " where touched.history_generation = '{generation}')")) }}
+        ~ ' where touched.history_generation = {generation})')) }}
 {% endmacro %}

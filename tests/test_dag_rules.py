@@ -109,18 +109,12 @@ def test_the_previous_key_state_is_a_declared_source(manifest):
 COMPILE_TIME_READS = (
     "run_query(",
     "adapter.get_relation(",
-    "cdc_model_relation(",
-    "cdc_partition_values(",
 )
 
 #: The models and macros that still read a model's table when they compile, and why each is
 #: still here (issue 45 keeps the rest open). A new entry fails the test below: state of earlier
 #: runs is a declared source or ``this``, and a run's plan is not chosen from data.
 REMAINING_COMPILE_TIME_READS = {
-    # helpers of the data tests' scopes (tests/dbt)
-    "cdc_model_relation",
-    "cdc_partition_values",
-    "cdc_scope_predicate",
     # lake upkeep in on-run-start: orphan table folders of the parquet lake (gone with Delta),
     # and the key state dropped on a full refresh (a write, not a read)
     "cdc_clear_orphan_table_folders",

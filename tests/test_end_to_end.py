@@ -9,6 +9,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from python_udfs.config import CDC_COLUMNS_HEADER, load_project
@@ -1312,3 +1313,24 @@ def test_a_state_without_version_counts_fails_fast_and_a_full_refresh_rebuilds_i
     assert "cdc run -- --full-refresh" in failed.stdout, failed.stdout
     rebuilt = cdc(project, "run", "--", "--full-refresh", landing=landing, lake=lake)
     assert summary_figures(rebuilt.stdout) == counted
+
+
+def test_round_two_self_checks_find_the_keys_round_two_touched_when_they_run(two_rounds):
+    """issue 45: the self-checks of round 2 are scoped to the keys it touched (the newest
+    history_generation partition of int_history_versions), found by a subquery when the test
+    runs: the test's SQL holds no generation, as nothing is read when it compiles. The scope is
+    neither empty nor the whole history: round 2 touched some of round 1's keys."""
+    (compiled,) = (two_rounds.project / "target" / "run").rglob(
+        "history_replays_to_current_state.sql"
+    )
+    sql = compiled.read_text(encoding="utf-8")
+    assert "(select max(history_generation) from cdc.int_history_versions)" in sql
+    assert not re.search(r"\d{8}T\d{12}", sql)
+    versions = two_rounds.lake / "warehouse" / "cdc.db" / "int_history_versions"
+    keys = {
+        folder.name: set(pq.read_table(folder, columns=["key_id"]).column("key_id").to_pylist())
+        for folder in versions.glob("history_generation=*")
+    }
+    touched = keys[max(keys)]
+    assert len(keys) >= 2 and touched
+    assert set().union(*keys.values()) - touched
