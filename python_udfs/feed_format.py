@@ -48,7 +48,10 @@ class FileToDecode:
         sidecar: the text :attr:`FeedFormat.sidecar` read beside the file, or None.
         final: no byte will be appended to the file, so an incomplete last record is a reject
             instead of being left for the next run.
-        columnar: the decoder may return its rows as an Arrow table (``DecodeResult.table``).
+        columnar: the decoder may take its fast path: return its rows as an Arrow table
+            (``DecodeResult.table``; Qlik change tables), or parse the regular statements
+            without the tokenizer (HiRDB update SQL). False takes the per-record reference
+            path, which gives the same rows and rejects (the equivalence tests).
     """
 
     source_file: str

@@ -5,8 +5,11 @@ The update-SQL output facility writes the changes it could not deliver to
 commit order, appended to when the file exists. Every line starts with a ``/* stamp */``
 comment (the update time, or ``****-**-** **:**:**`` on event and COMMIT lines).
 
-Each line is tokenized (:func:`tokenize`) and parsed by a small recursive-descent parser
-(:class:`_Parser`) into one raw row: ``statement_type`` (INSERT, UPDATE, DELETE, PURGE, EVENT,
+Each line is parsed into one raw row. A regular INSERT, UPDATE or DELETE (the bulk of a file)
+is read by one regular expression per statement shape (:func:`fast_statement`); every other
+line, and every line with ``reference``, is tokenized (:func:`tokenize`) and parsed by a small
+recursive-descent parser (:class:`_Parser`), the reference the fast path is tested against. A
+line becomes: ``statement_type`` (INSERT, UPDATE, DELETE, PURGE, EVENT,
 COMMIT), the table, ``data`` (VALUES of an INSERT, SET of an UPDATE) and ``where_data`` (the
 WHERE clause's mapping-key values) as ``map<string,string>`` of canonical text. A placeholder
 (``*BLOB*``, ``*BINARY*``, ``*ADT*``, ``*MCOL*``) and a long column the SET leaves out are
@@ -438,13 +441,167 @@ class _Parser:
 
 
 def parse_statement(
-    body: str, identifier_case: str = "as_written", quote_escape: str = "doubled"
+    body: str,
+    identifier_case: str = "as_written",
+    quote_escape: str = "doubled",
+    reference: bool = False,
 ) -> Statement:
     """Parse one statement body (the text after the stamp); raise :class:`HiRDBError`.
 
-    ``identifier_case`` and ``quote_escape`` are the feed's options of those names.
+    ``identifier_case`` and ``quote_escape`` are the feed's options of those names. A regular
+    INSERT, UPDATE or DELETE takes :func:`fast_statement` unless ``reference``; every other
+    body, and every body with ``reference``, the tokenizer and parser.
     """
+    if not reference:
+        statement = fast_statement(body, identifier_case, quote_escape)
+        if statement is not None:
+            return statement
     return _Parser(tokenize(body, quote_escape), identifier_case, quote_escape).statement()
+
+
+#: A bare identifier as the tokenizer reads one: a ``word`` token that does not start as a
+#: number would (a digit starts a ``number`` token there). Possessive quantifiers everywhere
+#: below: a token is the tokenizer's longest match, never a shorter one found by backtracking.
+_WORD_CHAR = r"""[^\s"'(),.;=*/+-]"""
+_BARE = r"(?!\d)" + _WORD_CHAR + "++"
+_IDENT = r'(?:"(?:[^"]|"")++"|' + _BARE + ")"
+_IDENT_CAPTURE = r'(?:"((?:[^"]|"")++)"|(' + _BARE + "))"
+#: A literal as :meth:`_Parser.value` reads one with ``quote_escape: doubled``. The groups of
+#: :data:`_VALUE_CAPTURE`: string body; prefix and body of an M, N or X string; number;
+#: placeholder; NULL.
+_NUMBER = r"[+-]?\d++(?:\.\d*+)?+(?:[Ee][+-]?\d++)?+"
+_VALUE = (
+    r"(?:'(?:[^']|'')*+'|[MmNnXx]'(?:[^']|'')*+'|" + _NUMBER + r"|\*(?:BLOB|BINARY|ADT|MCOL)\*"
+    r"|[Nn][Uu][Ll][Ll](?!" + _WORD_CHAR + "))"
+)
+_VALUE_CAPTURE = (
+    r"(?:'((?:[^']|'')*+)'|([MmNnXx])'((?:[^']|'')*+)'|(" + _NUMBER + r")"
+    r"|(\*(?:BLOB|BINARY|ADT|MCOL)\*)|([Nn][Uu][Ll][Ll])(?!" + _WORD_CHAR + "))"
+)
+_S = r"[ \t]*"
+
+
+def _keyword(word: str) -> str:
+    """Return the pattern of a keyword as a token of its own, in ASCII letters of either case."""
+    return "".join(f"[{c.upper()}{c.lower()}]" for c in word) + "(?!" + _WORD_CHAR + ")"
+
+
+_TABLE = (
+    r'(?:"(?P<schema_q>(?:[^"]|"")++)"|(?P<schema_b>' + _BARE + rf")){_S}\.{_S}"
+    r'(?:"(?P<table_q>(?:[^"]|"")++)"|(?P<table_b>' + _BARE + "))"
+)
+_COND = rf"{_IDENT}{_S}(?:={_S}{_VALUE}|{_keyword('IS')}{_S}{_keyword('NULL')})"
+_WHERE = (
+    rf"{_keyword('WHERE')}{_S}(?P<where>{_COND}(?:{_S}{_keyword('AND')}{_S}{_COND})*+){_S};{_S}"
+)
+#: The regular shapes of INSERT, UPDATE and DELETE (formats/hirdb_update_sql.md, *Grammar*),
+#: each matched against a whole statement body; their lists are split by :data:`_LIST_ITEMS`.
+_FAST_SHAPES = {
+    "INSERT": re.compile(
+        rf"{_S}{_keyword('INSERT')}{_S}{_keyword('INTO')}{_S}{_TABLE}{_S}"
+        rf"\({_S}(?P<columns>{_IDENT}(?:{_S},{_S}{_IDENT})*+){_S}\){_S}{_keyword('VALUES')}{_S}"
+        rf"\({_S}(?P<values>{_VALUE}(?:{_S},{_S}{_VALUE})*+){_S}\){_S};{_S}"
+    ),
+    "UPDATE": re.compile(
+        rf"{_S}{_keyword('UPDATE')}{_S}{_TABLE}{_S}{_keyword('SET')}{_S}"
+        rf"(?P<sets>{_IDENT}{_S}={_S}{_VALUE}(?:{_S},{_S}{_IDENT}{_S}={_S}{_VALUE})*+){_S}" + _WHERE
+    ),
+    "DELETE": re.compile(
+        rf"{_S}{_keyword('DELETE')}{_S}{_keyword('FROM')}{_S}{_TABLE}{_S}" + _WHERE
+    ),
+}
+#: The items of a list a shape matched, in order (``findall``). Commas and blanks, which
+#: separate them, start no item; a condition consumes the AND before it, and its last group
+#: is ``IS NULL`` (an empty string literal leaves every value group empty too).
+_LIST_ITEMS = {
+    "ident": re.compile(_IDENT_CAPTURE),
+    "values": re.compile(_VALUE_CAPTURE),
+    "sets": re.compile(rf"{_IDENT_CAPTURE}{_S}={_S}{_VALUE_CAPTURE}"),
+    "where": re.compile(
+        rf"(?:^|{_S}{_keyword('AND')}{_S}){_IDENT_CAPTURE}{_S}"
+        rf"(?:={_S}{_VALUE_CAPTURE}|({_keyword('IS')}{_S}{_keyword('NULL')}))"
+    ),
+}
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+_NULL = Literal("null", "")
+
+
+def _fast_ident(quoted: str, bare: str, upper: bool) -> str:
+    """Return an identifier from its :data:`_IDENT_CAPTURE` groups (the unmatched one empty)."""
+    if bare:
+        return bare.upper()  # bare identifiers are case-insensitive in SQL
+    name = quoted.replace('""', '"')
+    return name.upper() if upper else name
+
+
+def _fast_literal(
+    string: str, prefix: str, body: str, number: str, placeholder: str, null: str
+) -> Literal | None:
+    """Return the literal of one :data:`_VALUE_CAPTURE` match's groups (unmatched ones empty).
+
+    None for an X literal that is no hex (the reference parser rejects it). Only a string
+    literal leaves every group but its body empty, and an empty string leaves that empty too.
+    """
+    if prefix:
+        body = body.replace("''", "'")
+        if prefix in "Xx":
+            if len(body) % 2 or not _HEX_DIGITS.issuperset(body):
+                return None
+            return Literal("hex", body.upper())
+        return Literal("mchar" if prefix in "Mm" else "nchar", body)
+    if number:
+        return Literal("number", number)
+    if placeholder:
+        return Literal("placeholder", placeholder)
+    if null:
+        return _NULL
+    return Literal("string", string.replace("''", "'"))
+
+
+def fast_statement(body: str, identifier_case: str, quote_escape: str) -> Statement | None:
+    """Parse a regular INSERT, UPDATE or DELETE body without tokens; None for any other body.
+
+    The fast path of :func:`parse_statement`: one regular expression per statement shape
+    (:data:`_FAST_SHAPES`) checks the whole body, and the lists are split by their items'
+    patterns. For every body it parses, the tokenizer and parser (the reference) give the same
+    statement: tests/test_hirdb_update_sql.py checks both on the manual's example, the
+    simulator's files and generated and damaged lines. None, so that the reference reads the
+    body, for ``quote_escape: none``, COMMIT, PURGE, events, other spellings (a comment, a
+    keyword in non-ASCII letters) and every body the reference rejects.
+    """
+    if quote_escape != "doubled":
+        return None
+    verb = body.lstrip(" \t")[:6].upper()
+    shape = _FAST_SHAPES.get(verb)
+    match = shape.fullmatch(body) if shape is not None else None
+    if match is None:
+        return None
+    upper, ident = identifier_case == "upper", _LIST_ITEMS["ident"]
+    schema_q, schema_b, table_q, table_b = match.group("schema_q", "schema_b", "table_q", "table_b")
+    schema = _fast_ident(schema_q, schema_b, upper)
+    table = _fast_ident(table_q, table_b, upper)
+    columns: list[str] = []
+    values: list[Literal | None] = []
+    where: tuple[tuple[str, Literal | None], ...] = ()
+    if verb == "INSERT":
+        columns = [_fast_ident(q, b, upper) for q, b in ident.findall(match["columns"])]
+        values = [
+            _fast_literal(*groups) for groups in _LIST_ITEMS["values"].findall(match["values"])
+        ]
+        if len(columns) != len(values):
+            return None
+    else:
+        if verb == "UPDATE":
+            for q, b, *literal in _LIST_ITEMS["sets"].findall(match["sets"]):
+                columns.append(_fast_ident(q, b, upper))
+                values.append(_fast_literal(*literal))
+        where = tuple(
+            (_fast_ident(q, b, upper), _NULL if is_null else _fast_literal(*literal))
+            for q, b, *literal, is_null in _LIST_ITEMS["where"].findall(match["where"])
+        )
+    if None in values or any(literal is None for _name, literal in where):
+        return None
+    return Statement(verb, schema, table, tuple(columns), tuple(values), where)
 
 
 def split_stamp(line: str) -> tuple[str, str]:
@@ -645,6 +802,7 @@ def decode_update_sql_file(
     start: int = 0,
     start_index: int = 0,
     final: bool = False,
+    reference: bool = False,
 ) -> DecodeResult:
     """Decode the lines of an update-SQL file from byte ``start`` (a line start) into raw rows.
 
@@ -665,7 +823,9 @@ def decode_update_sql_file(
     written), ``update_time_utc`` (canonical UTC text, null when masked), ``stamp_masked``,
     ``statement_type``, ``source_schema``, ``source_table``, ``event_code``, ``column_names``,
     ``data``, ``where_data``, ``encoding``. Line numbers count from the file's start, so
-    ``start_index`` only documents the caller's view. Never raises for bad input.
+    ``start_index`` only documents the caller's view. ``reference`` reads every statement with
+    the tokenizer and parser (:func:`parse_statement`); the same rows and rejects, slower.
+    Never raises for bad input.
     """
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     final = final or opts["incomplete_tail"] == "reject"
@@ -676,7 +836,9 @@ def decode_update_sql_file(
     result.warnings.extend(warnings)
     if opts["encoding"] == "auto":
         result.warnings.append(f"encoding detected: {encoding}")
-    walk = _SqlWalk(data, file_name, catalog, opts, start, result, offsets, raw_lines, encoding)
+    walk = _SqlWalk(
+        data, file_name, catalog, opts, start, result, offsets, raw_lines, encoding, reference
+    )
     for i in range(len(offsets)):
         walk.line(i)
     walk.finish()
@@ -731,6 +893,7 @@ class _SqlWalk:
         offsets: list[tuple[int, int]],
         raw_lines: list[bytes],
         encoding: str,
+        reference: bool = False,
     ) -> None:
         self.data, self.opts, self.start, self.result = data, opts, start, result
         self.offsets, self.raw_lines, self.encoding = offsets, raw_lines, encoding
@@ -748,6 +911,7 @@ class _SqlWalk:
                 )
                 for key, cols in catalog.items()
             }
+        self.reference = reference  # every statement through the tokenizer and parser
         self.seen_transactions: dict[tuple[bytes, ...], tuple[int, int]] = {}
         self.current: list[int] = []  # line indexes (0-based) of the transaction read so far
         self.held: list[dict[str, Any] | Reject] = []  # its emitted rows and rejects
@@ -797,7 +961,9 @@ class _SqlWalk:
         """Return the raw row of statement line ``i``, or None after holding its reject."""
         a, line_no = self.offsets[i][0], i + 1
         try:
-            row = _line_row(text, self.tables, self.encoding, self.opts, self.zone, self.drifted)
+            row = _line_row(
+                text, self.tables, self.encoding, self.opts, self.zone, self.drifted, self.reference
+            )
         except HiRDBError as exc:
             self.held.append(self._reject(i, exc.reason, str(exc)))
             return None
@@ -916,6 +1082,7 @@ def _line_row(
     opts: Mapping[str, Any],
     zone: dt.tzinfo | None,
     drifted: dict[tuple[str, str, str], tuple[int, str] | None],
+    reference: bool = False,
 ) -> dict[str, Any]:
     """Parse one decoded line into a raw row (without provenance); raise HiRDBError.
 
@@ -925,7 +1092,7 @@ def _line_row(
     """
     stamp, body = split_stamp(text)
     masked = stamp == MASKED_STAMP
-    statement = parse_statement(body, opts["identifier_case"], opts["quote_escape"])
+    statement = parse_statement(body, opts["identifier_case"], opts["quote_escape"], reference)
     update_time_utc = None if masked else stamp_to_utc(stamp, zone)
     row: dict[str, Any] = {
         "update_time": stamp,

@@ -83,7 +83,11 @@ def check_options(where: str, options: Mapping[str, Any]) -> None:
 
 
 def decode(content: bytes, file: FileToDecode) -> DecodeResult:
-    """Decode one update-SQL file from byte ``start`` (types from the catalog seed)."""
+    """Decode one update-SQL file from byte ``start`` (types from the catalog seed).
+
+    Without ``file.columnar`` every statement takes the reference path (the tokenizer and
+    parser) instead of the fast path for the regular shapes: the same rows, slower.
+    """
     return decoder.decode_update_sql_file(
         content,
         file_name=file.source_file,
@@ -92,6 +96,7 @@ def decode(content: bytes, file: FileToDecode) -> DecodeResult:
         start=file.start,
         start_index=file.start_index,
         final=file.final,
+        reference=not file.columnar,
     )
 
 
