@@ -67,6 +67,11 @@ def extra_spark_conf(text: str) -> dict[str, str]:
     return conf
 
 
+#: Steps a recursive CTE may take (Spark's default is 100): int_linked_keys takes one step per
+#: key change of the longest chain of key changes (ADR 0026).
+CTE_RECURSION_LEVEL_LIMIT = "1000000"
+
+
 def _engine_conf(lake: Path) -> dict[str, str]:
     """Return the embedded engine's own settings for an absolute lake root (:func:`spark_conf`)."""
     return {
@@ -92,6 +97,10 @@ def _engine_conf(lake: Path) -> dict[str, str]:
             + os.environ.get("CDC_SPARK_JAVA_OPTIONS", "")
         ).strip(),
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        # int_linked_keys walks chains of key changes one key change a step (a recursive CTE);
+        # Spark stops a recursion at 100 steps by default. The walk ends by itself (a path
+        # never repeats a key), so a longer chain of key changes must not stop the run.
+        "spark.sql.cteRecursionLevelLimit": CTE_RECURSION_LEVEL_LIMIT,
         # A run killed during CREATE TABLE AS SELECT leaves the table folder without a metastore
         # entry; the next run must be able to create the table there again (crash safety).
         "spark.sql.legacy.allowNonEmptyLocationInCTAS": "true",

@@ -82,9 +82,9 @@ key_change_parents as (
 
 carried_rows (child_key_id, child_segment, row) as (
     -- the row each key change carries: the parent segment's row, laid over the row an earlier
-    -- key change carried into that segment (each chain followed from its first key). A chain of
-    -- more than 100 key changes (spark.sql.cteRecursionLevelLimit) stops the run with Spark's
-    -- error
+    -- key change carried into that segment (each chain followed from its first key): one step
+    -- per key change of the longest chain, beyond Spark's default bound of 100 steps
+    -- (spark.sql.cteRecursionLevelLimit in python_udfs/spark.py and profiles.yml)
     select
         links.child_key_id,
         links.child_segment,

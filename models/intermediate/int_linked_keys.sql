@@ -28,8 +28,9 @@ key_change_edges as (
 key_change_paths (origin_key_id, key_id, path) as (
     -- every key a chain of key changes reaches from a key, one key change further each step,
     -- never back to a key of the path: over the key changes alone (no event of this run), so
-    -- it costs one small job when there is none. A chain of more than 100 key changes
-    -- (spark.sql.cteRecursionLevelLimit) stops the run with Spark's error
+    -- it costs one small job when there is none. One step per key change of the longest
+    -- chain: the engine's settings lift Spark's default bound of 100 steps
+    -- (spark.sql.cteRecursionLevelLimit in python_udfs/spark.py and profiles.yml)
     select
         key_id as origin_key_id,
         other_key_id as key_id,
