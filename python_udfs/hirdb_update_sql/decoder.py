@@ -527,7 +527,7 @@ _NULL = Literal("null", "")
 
 
 def _fast_ident(quoted: str, bare: str, upper: bool) -> str:
-    """Return an identifier from its :data:`_IDENT_CAPTURE` groups (the unmatched one empty)."""
+    """Return an identifier from its quoted and bare groups (the unmatched one empty or None)."""
     if bare:
         return bare.upper()  # bare identifiers are case-insensitive in SQL
     name = quoted.replace('""', '"')
