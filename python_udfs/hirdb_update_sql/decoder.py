@@ -468,7 +468,8 @@ _IDENT = r'(?:"(?:[^"]|"")++"|' + _BARE + ")"
 _IDENT_CAPTURE = r'(?:"((?:[^"]|"")++)"|(' + _BARE + "))"
 #: A literal as :meth:`_Parser.value` reads one with ``quote_escape: doubled``. The groups of
 #: :data:`_VALUE_CAPTURE`: string body; prefix and body of an M, N or X string; number;
-#: placeholder; NULL.
+#: placeholder; NULL. The shapes use the forms without groups: CPython 3.11's ``re`` fails
+#: ("The span of capturing group is wrong", SystemError) on groups inside possessive repeats.
 _NUMBER = r"[+-]?\d++(?:\.\d*+)?+(?:[Ee][+-]?\d++)?+"
 _VALUE = (
     r"(?:'(?:[^']|'')*+'|[MmNnXx]'(?:[^']|'')*+'|" + _NUMBER + r"|\*(?:BLOB|BINARY|ADT|MCOL)\*"
