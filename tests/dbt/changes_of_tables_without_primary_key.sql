@@ -18,7 +18,7 @@
 -- depends_on: {{ ref('int_staged_batches') }}
 
 {#- whether the catalog has a keyless table (true at parse time, and when the model is missing) -#}
-{%- set catalog = cdc_model_relation('int_catalog_tables') if execute else none %}
+{%- set catalog = load_relation(ref('int_catalog_tables')) if execute else none %}
 {%- set has_keyless_tables = catalog is none or run_query(
     'select count(*) from ' ~ catalog ~ ' where size(key_column_names) = 0'
 ).rows[0][0] > 0 %}

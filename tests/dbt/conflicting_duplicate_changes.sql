@@ -23,9 +23,11 @@
 
 -- depends_on: {{ ref('int_staged_batches') }}
 
-{#- whether only some deliveries are checked: on a first run (or var cdc_test_scope: all)
-    every delivery is, and the repeats are found without matching them to the checked ones -#}
-{%- set scoped = execute and cdc_new_batches_predicate() != 'true' %}
+{#- whether only some deliveries are checked (var cdc_test_scope: all checks every one), once
+    the models it hangs off are built (not at parse time, nor when sqlfluff compiles it on an
+    empty lake); on a first run every batch is in scope and the floors are the lowest positions -#}
+{%- set scoped = execute and cdc_new_batches_predicate() != 'true'
+    and load_relation(ref('int_staged_batches')) is not none %}
 {%- set position_floor = 'true' %}
 {%- if scoped %}
     {%- set floor_query %}
@@ -99,36 +101,17 @@ delivered_positions as (
     from kafka_messages
 ),
 
-{%- if scoped %}
-new_positions as (
-    select distinct
-        feed,
-        change_position,
-        operation
-    from delivered_positions
-    where {{ cdc_new_batches_predicate() }}
-),
-{%- endif %}
-
 repeated_positions as (
-    -- the checked positions delivered more than once, the only ones that can conflict: none,
-    -- usually, and then the images are not read at all
+    -- the checked positions (one delivery of them in the batches in scope) delivered more than
+    -- once, the only ones that can conflict: none, usually, and then the images are not read
+    -- at all; one aggregation, no join of the new positions back to the deliveries
     select
         feed,
         change_position,
         operation
     from delivered_positions
-    {%- if scoped %}
-    where (feed, change_position, operation) in (
-        select
-            new_positions.feed,
-            new_positions.change_position,
-            new_positions.operation
-        from new_positions
-    )
-    {%- endif %}
     group by feed, change_position, operation
-    having count(*) > 1
+    having count(*) > 1 and bool_or({{ cdc_new_batches_predicate() }})
 ),
 
 deliveries as (
