@@ -7,8 +7,9 @@
         before the hook ran. On a --full-refresh that selects int_key_state, the state is
         dropped first (run_query, when the hook runs): the apply reads it empty, and a full
         refresh killed half way leaves it empty, so the next run applies every change again.
-        A state an earlier release wrote without version_count stops the run with a compiler
-        error that names the fix (`cdc run -- --full-refresh`).
+        A state an earlier release wrote without version_count or table_key (the state is
+        partitioned by table since ADR 0028) stops the run with a compiler error that names the
+        fix (`cdc run -- --full-refresh`).
     -#}
     {%- set relation = source('cdc_state', 'int_key_state') -%}
     {%- set node = graph.nodes.get('model.cdc_changelog.int_key_state') if execute else none -%}
@@ -21,13 +22,16 @@
             {%- set existing = adapter.get_relation(
                 database=relation.database, schema=relation.schema, identifier=relation.identifier
             ) -%}
-            {%- if existing is not none and not cdc_relation_has_column(existing, 'version_count') -%}
-                {{ exceptions.raise_compiler_error(
-                    existing ~ ' was written by an earlier release of cdc_changelog: it has no version_count '
-                    ~ 'column, which this release keeps per key. Rebuild the state models once with '
-                    ~ '`cdc run -- --full-refresh` (every model again from the raw tables).'
-                ) }}
-            {%- endif -%}
+            {%- for column in ['version_count', 'table_key'] -%}
+                {%- if existing is not none and not cdc_relation_has_column(existing, column) -%}
+                    {{ exceptions.raise_compiler_error(
+                        existing ~ ' was written by an earlier release of cdc_changelog: it has no '
+                        ~ column ~ ' column, which this release keeps per key. Rebuild the state '
+                        ~ 'models once with `cdc run -- --full-refresh` (every model again from '
+                        ~ 'the raw tables).'
+                    ) }}
+                {%- endif -%}
+            {%- endfor -%}
         {%- endif -%}
         {%- do adapter.cache_added(relation.incorporate(type='table')) -%}
         create table if not exists {{ relation }} (
@@ -40,9 +44,10 @@
             rebuilt_generation string,
             version_count bigint,
             state_generation string,
-            feed string
+            feed string,
+            table_key string
         )
         using {{ node.config.file_format or 'parquet' }}
-        partitioned by (feed)
+        partitioned by (feed, table_key)
     {%- endif -%}
 {% endmacro %}

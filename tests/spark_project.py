@@ -163,12 +163,16 @@ VIEW_TABLES = {"change_log": "int_changes_logged", "pending_changes": "int_chang
 def read_mart(lake: Path, table: str, schema: str = "cdc") -> list[dict]:
     """Read a built mart straight from its parquet files in the warehouse.
 
-    A mart of :data:`VIEW_TABLES` is read from the table it is a view of. Partition columns (``name=value`` folders) are added as text, after the file's columns,
-    except a ``*_generation`` partition: it names the run that wrote the rows, which differs
-    between runs that must agree on them. ``change_log`` keeps, as its view does, one row per
-    change: the one logged last (a change logged again with the key of a table declared
-    late, ADR 0021); ``read_mart(lake, "int_changes_logged")`` reads every row of the store.
+    A mart of :data:`VIEW_TABLES` is read from the table it is a view of. Partition columns
+    (``name=value`` folders) are added as text, after the file's columns, except a
+    ``*_generation`` partition: it names the run that wrote the rows, which differs between runs
+    that must agree on them. ``change_log`` keeps, as its view does, one row per change: the one
+    logged last (a change logged again with the key of a table declared late, ADR 0021);
+    ``read_mart(lake, "int_changes_logged")`` reads every row of the store. ``current_state``,
+    a view of ``int_key_state`` (ADR 0028), is its live keys with the view's columns.
     """
+    if table == "current_state" and schema == "cdc":
+        return [_current_state_row(r) for r in read_mart(lake, "int_key_state") if _live(r)]
     path = lake / "warehouse" / f"{schema}.db" / VIEW_TABLES.get(table, table)
     files = [
         p.relative_to(path)
@@ -197,6 +201,26 @@ def read_mart(lake: Path, table: str, schema: str = "cdc") -> list[dict]:
             if isinstance(value, list) and value and isinstance(value[0], tuple):
                 row[key] = dict(value)
     return rows
+
+
+def _live(state: dict) -> bool:
+    return not state["current_version"]["is_deleted"]
+
+
+def _current_state_row(state: dict) -> dict:
+    """The row of the view current_state (models/marts/current_state.sql) of a live key's state."""
+    version = state["current_version"]
+    names = (state["feed"], state["source_schema"], state["source_table"], state["primary_key"])
+    return {
+        "current_state_id": json.dumps(list(names), separators=(",", ":"), ensure_ascii=False),
+        **dict(zip(("feed", "source_schema", "source_table", "primary_key"), names, strict=True)),
+        "key_id": state["key_id"],
+        "row": dict(version["row"]),
+        "last_operation": version["operation"],
+        "last_change_position": version["opened_order"]["change_position"],
+        "last_committed_at": version["opened_at"],
+        "table_key": state["table_key"],
+    }
 
 
 #: Names from the data that once broke scaffolding, the dbt parse or Spark SQL (issue 14): a

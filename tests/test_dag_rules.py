@@ -6,6 +6,7 @@ tests read the models' dependencies from it.
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -82,6 +83,44 @@ def test_the_apply_chain_reads_the_change_log_store_and_readers_the_mart(manifes
         assert "model.cdc_changelog.int_changes_logged" in models[name]["depends_on"]["nodes"]
 
 
+def _table_chains(models: dict[str, dict], node: str, ends: set[str]) -> list[list[str]]:
+    """The tables (table and incremental models) on each path from ``node`` down to ``ends``."""
+    children: dict[str, list[str]] = {}
+    for child, model in models.items():
+        for parent in model["depends_on"]["nodes"]:
+            children.setdefault(parent, []).append(child)
+    chains = []
+
+    def walk(at: str, tables: list[str]) -> None:
+        if models[at]["name"] in ends:
+            chains.append(tables)
+        for child in children.get(at, []):
+            materialized = models[child]["config"]["materialized"]
+            walk(
+                child, tables + [models[child]["name"]] * (materialized in ("table", "incremental"))
+            )
+
+    walk(node, [])
+    return chains
+
+
+def test_a_change_passes_through_at_most_five_tables_to_current_state_and_history(manifest):
+    # issue 45, item 2 (which asks for four); ADR 0028: change_log's store, the keys the run
+    # applies, their events, their versions, the state (current_state and history are views)
+    models = _models(manifest)
+    starts = [k for k, m in models.items() if re.fullmatch(r"stg_\w+__changes", m["name"])]
+    assert len(starts) == 5
+    chains = [c for s in starts for c in _table_chains(models, s, {"current_state", "history"})]
+    assert chains and max(map(len, chains)) <= 5, max(chains, key=len)
+    assert max(chains, key=len) == [
+        "int_changes_logged",
+        "int_apply_keys",
+        "int_apply_events",
+        "int_history_versions",
+        "int_key_state",
+    ]
+
+
 def test_no_staging_model_depends_on_an_intermediate_model(manifest):
     # the working set comes in from `cdc run` (CDC_WORKING_SET), not from int_working_set
     models = _models(manifest)
@@ -101,7 +140,7 @@ def test_the_previous_key_state_is_a_declared_source(manifest):
     state = "source.cdc_changelog.cdc_state.int_key_state"
     assert state in manifest["sources"]
     readers = sorted(name for name, node in models.items() if state in node["depends_on"]["nodes"])
-    assert readers == ["int_apply_events_gathered", "int_apply_keys", "int_key_changes"]
+    assert readers == ["int_apply_events_gathered", "int_apply_keys"]
     assert manifest["sources"][state]["identifier"] == models["int_key_state"]["alias"]
 
 

@@ -1282,14 +1282,13 @@ def test_little_endian_trails_with_metadata_records_growing_between_runs(two_rou
     assert len([r for r in log if r["operation"] == "TRUNCATE"]) == 2
 
 
-def test_a_state_without_version_counts_fails_fast_and_a_full_refresh_rebuilds_it(
-    tmp_path, samples
-):
+def test_a_state_of_an_earlier_release_fails_fast_and_a_full_refresh_rebuilds_it(tmp_path, samples):
     """The summary's `versions` are the sum of int_key_state.version_count, one count per key
-    (not `count(*)` of the history view, a window over every version). A lake whose state an
-    earlier release wrote has no such column: the next build stops before the state models
-    with a message that names the fix, and `cdc run -- --full-refresh` rebuilds the state with
-    the same counts. The real GoldenGate trails, alone."""
+    (not `count(*)` of the history view, a window over every version), and the state is
+    partitioned by table (table_key, ADR 0028). A lake whose state an earlier release wrote
+    lacks such a column: the next build stops before the state models with a message that
+    names the fix, and `cdc run -- --full-refresh` rebuilds the state with the same counts.
+    The real GoldenGate trails, alone."""
     landing, lake = tmp_path / "landing", tmp_path / "lake"
     land_goldengate_samples(samples, landing)
     project = make_project(tmp_path, "  cdc_feeds:\n" + GOLDENGATE_FEEDS)
@@ -1299,17 +1298,18 @@ def test_a_state_without_version_counts_fails_fast_and_a_full_refresh_rebuilds_i
     counted = summary_figures(first.stdout)
     # versions (the oracle's summary test checks them against the history mart's rows)
     assert set(counted) == {"gg_tc", "gg_tr"} and all(f[5] > 0 for f in counted.values()), counted
-    # the state as an earlier release wrote it: the same rows without version_count
+    # the state as the release before ADR 0028 wrote it: the same rows, partitioned by feed
+    # alone, without table_key (one without version_count, older still, fails the same way)
     for statement in (
         "create table cdc.int_key_state_earlier using parquet partitioned by (feed) as "
-        "select * except (version_count) from cdc.int_key_state",
+        "select * except (table_key) from cdc.int_key_state",
         "drop table cdc.int_key_state",
         "alter table cdc.int_key_state_earlier rename to cdc.int_key_state",
     ):
         cdc(project, "sql", statement, landing=landing, lake=lake)
     failed = cdc(project, "run", "--force", landing=landing, lake=lake, check=False)
     assert failed.returncode != 0
-    assert "no version_count column" in failed.stdout, failed.stdout
+    assert "no table_key column" in failed.stdout, failed.stdout
     assert "cdc run -- --full-refresh" in failed.stdout, failed.stdout
     rebuilt = cdc(project, "run", "--", "--full-refresh", landing=landing, lake=lake)
     assert summary_figures(rebuilt.stdout) == counted

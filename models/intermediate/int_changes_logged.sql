@@ -3,21 +3,19 @@
     complete transactions only (DESIGN.md §5, §6.1). Each run appends, as partition
     applied_generation = its generation, the complete changes of its working set (new ingest
     batches, and the batches of transactions still open, ADR 0007) whose change_id is not in
-    the log yet. Re-delivered changes (same change_id) are never appended twice, so a run
-    killed half way and started again appends exactly what is missing.
-
+    the log yet, so a run killed half way and started again appends exactly what is missing.
+    Partitioned by is_key_change too: int_key_changes reads the key changes alone (ADR 0028).
     A table declared late (ADR 0021): changes logged while their table was not in the catalog,
     or had no key columns, have no key. Once the catalog gives the table one, the next run
-    appends them again, keyed, in its own generation, so the apply chain applies them for that
-    table alone; the first rows stay and the change_log mart leaves them out. A change is
-    logged again once: not when the log holds a row of its change_id with its key.
+    appends them again, keyed, in its own generation (the change_log mart leaves the first rows
+    out), once: not when the log holds a row of its change_id with its key.
 -#}
 
 {{ config(
     materialized='incremental',
     incremental_strategy='append',
     on_schema_change='append_new_columns',
-    partition_by=['applied_generation'],
+    partition_by=['applied_generation', 'is_key_change'],
 ) }}
 
 {%- set columns = [
@@ -28,8 +26,7 @@
 ] -%}
 {#- the columns a change's key gives it (cdc_key_columns, cdc_key_id) -#}
 {%- set key_columns = ['primary_key', 'before_primary_key', 'key_id', 'before_key_id', 'is_in_catalog'] %}
-{#- columns a log written by an earlier release lacks until this run appends them
-    (on_schema_change): a row logged again is read without them -#}
+{#- columns a log of an earlier release lacks (on_schema_change): a row logged again lacks them -#}
 {%- set later_columns = {'table_columns': 'array<string>'} %}
 
 -- depends_on: {{ ref('int_catalog_tables') }}
@@ -133,18 +130,21 @@ late_changes as (
     ),
 {% endif %}
 
-final as (
-    select
-        {{ columns | join(', ') }},
-        '{{ cdc_generation() }}' as applied_generation
-    from new_changes
+logged as (
+    select {{ columns | join(', ') }} from new_changes
     {%- if is_incremental() %}
         union all
-        select
-            {{ columns | join(', ') }},
-            '{{ cdc_generation() }}' as applied_generation
-        from late_changes
+        select {{ columns | join(', ') }} from late_changes
     {%- endif %}
+),
+
+final as (
+    select
+        *,
+        '{{ cdc_generation() }}' as applied_generation,
+        -- an UPDATE whose before image has another key
+        coalesce(operation = 'UPDATE' and before_primary_key != primary_key, false) as is_key_change
+    from logged
 )
 
 select * from final

@@ -6,13 +6,19 @@
     int_history_versions, every row with this run's generation (state_generation). The next
     run reads it as the source cdc_state.int_key_state: its smallest state_generation is that
     run's watermark (cdc_state_watermark, ADR 0025).
+
+    Partitioned by feed and table_key (a short hash of the table's names, macro cdc_table_key):
+    the view current_state reads it, and a typed per-table view of current_state reads its own
+    table's folder only, whatever the number of tables (ADR 0028). The names themselves are not
+    partition values: names from the data may be longer than a folder name or a metastore
+    partition value can be, or hold characters a path escapes.
 -#}
 
 {{ config(
     materialized='incremental',
     incremental_strategy='insert_overwrite',
     on_schema_change='fail',
-    partition_by=['feed'],
+    partition_by=['feed', 'table_key'],
 ) }}
 
 {%- set generation = cdc_generation() -%}
@@ -76,7 +82,8 @@ final as (
         rebuilt_generation,
         version_count,
         '{{ generation }}' as state_generation,
-        feed
+        feed,
+        {{ cdc_table_key_sql() }} as table_key
     from key_state
 )
 

@@ -5,15 +5,12 @@
     row, UPDATE overlays the columns its after image carries, a key change moves the row to the
     new key, DELETE removes it, TRUNCATE and full loads remove every earlier row of the table.
 
-    Partitioned by feed and table_key (a short hash of the table's names, macro cdc_table_key):
-    a typed per-table view reads its own table's folder only, whatever the number of tables.
-    The names themselves are not partition values: names from the data may be longer than a
-    folder name or a metastore partition value can be, or hold characters a path escapes. Not shuffled by table before the
-    write (ADR 0009): int_key_state is partitioned by feed, so each
-    table's folder gets the files of its feed's few tasks.
+    A view of the key state (ADR 0028): a run writes the state once, not a second table of its
+    live keys. The state is partitioned by feed and table_key, so a typed per-table view reads
+    its own table's folder only.
 -#}
 
-{{ config(partition_by=['feed', 'table_key']) }}
+{{ config(materialized='view') }}
 
 with
 
@@ -33,7 +30,7 @@ final as (
         current_version.operation as last_operation,
         current_version.opened_order.change_position as last_change_position,
         current_version.opened_at as last_committed_at,
-        {{ cdc_table_key_sql('key_state.feed', 'key_state.source_schema', 'key_state.source_table') }} as table_key
+        key_state.table_key
     from key_state
     where not current_version.is_deleted
 )
