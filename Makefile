@@ -20,9 +20,10 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/cdc demo
 
-## Lint (ruff, sqlfluff) and the whole test suite, including dbt build on the embedded engine.
+## Lint (ruff, sqlfluff) and the whole test suite, including dbt build on the embedded engine,
+## on two pytest-xdist workers (tests/conftest.py groups the tests sharing a built project).
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2
 
 ## Every command of README.md, in order, after `make demo`, in a copy of the project (~20 min).
 test-readme: $(STAMP)

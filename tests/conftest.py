@@ -1,16 +1,21 @@
 """Shared fixtures: paths to the real samples in ../shared and the repository root.
 
 Every ``cdc`` subprocess of the suite (each inherits the environment) runs Spark with
-:data:`SMALL_DATA_SPARK_CONF` and one shuffle partition, unless ``CDC_SPARK_CONF`` and
-``CDC_SHUFFLE_PARTITIONS`` are set, and starts its JVM from a class archive
-(:func:`jvm_class_archive`).
+:data:`SMALL_DATA_SPARK_CONF`, one shuffle partition and :data:`SMALL_DATA_JAVA_OPTIONS`,
+unless ``CDC_SPARK_CONF``, ``CDC_SHUFFLE_PARTITIONS`` and ``CDC_SPARK_JAVA_OPTIONS`` are set,
+and starts its JVM from a class archive (:func:`jvm_class_archive`).
+
+``make test`` runs the suite on two pytest-xdist workers;
+:func:`pytest_xdist_make_scheduler` keeps the tests that share a built project on one worker.
 The README test (``make test-readme``) clears every ``CDC_`` variable, so it runs the
 project's defaults.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -32,11 +37,117 @@ SMALL_DATA_SPARK_CONF = (
 )
 os.environ.setdefault("CDC_SPARK_CONF", SMALL_DATA_SPARK_CONF)
 os.environ.setdefault("CDC_SHUFFLE_PARTITIONS", "1")
+#: JVM options for the suite's short runs: the client compiler only, on one thread. In a forced
+#: ``cdc run`` of the demo on the project's defaults (161 s), the JVM's JIT compilers ran for
+#: 3 min 13 s (56,163 compilations, Java Flight Recorder): both cores busy. With
+#: :data:`SMALL_DATA_SPARK_CONF`, a forced run of the demo took 120.6 s with these options
+#: against 134.7 s without. The optimising compiler pays off on large data only (the
+#: benchmarks, which run the project's defaults).
+SMALL_DATA_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1"
+os.environ.setdefault("CDC_SPARK_JAVA_OPTIONS", SMALL_DATA_JAVA_OPTIONS)
 
 REPO = Path(__file__).resolve().parents[1]
 
 SHARED = REPO.parent / "shared"
 SAMPLES = SHARED / "samples"
+
+
+#: Session fixtures every test may use for free (no project is built for them).
+FREE_FIXTURES = frozenset({"jvm_class_archive", "samples", "tmp_path_factory"})
+#: The file where the pytest-xdist workers write each test's group for the controller.
+GROUPS_FILE = "CDC_TEST_GROUPS_FILE"
+
+
+def shared_build_groups(items) -> dict[str, str]:
+    """Each test's group: ``{node id: group}``, for tests that share a built project.
+
+    Tests that share a session or module fixture (``two_rounds``, ``clean_run``, a module's
+    oracle) are one group, named after one of those fixtures; groups that share a fixture are
+    merged. Every other test is its own group.
+    """
+    parent: dict[str, str] = {}
+
+    def root(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            key = parent[key]
+        return key
+
+    shared_of = {}
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        shared = [
+            f"{defs[-1].baseid}::{name}" if defs[-1].scope == "module" else name
+            for name, defs in (info.name2fixturedefs.items() if info else ())
+            if defs and defs[-1].scope in ("module", "session") and name not in FREE_FIXTURES
+        ]
+        shared.sort(key=lambda key: "::" in key)  # a session fixture names the group
+        for key in shared[1:]:
+            parent[root(key)] = root(shared[0])
+        shared_of[item.nodeid] = shared
+    return {nodeid: root(shared[0]) if shared else nodeid for nodeid, shared in shared_of.items()}
+
+
+def pytest_configure(config):
+    """In the controller of ``pytest -n 2`` (``make test``): a file for the tests' groups."""
+    if config.getoption("numprocesses", None) and GROUPS_FILE not in os.environ:
+        fd, path = tempfile.mkstemp(prefix="cdc-test-groups-", suffix=".json")
+        os.close(fd)
+        os.environ[GROUPS_FILE] = path  # the workers, started after this, inherit it
+
+
+def pytest_unconfigure(config):
+    """In the controller: remove the groups file :func:`pytest_configure` made."""
+    if config.getoption("numprocesses", None) and GROUPS_FILE in os.environ:
+        Path(os.environ.pop(GROUPS_FILE)).unlink(missing_ok=True)
+
+
+def pytest_collection_modifyitems(items):
+    """In a pytest-xdist worker: write the tests' groups (:func:`shared_build_groups`) for the
+    controller's scheduler, in place (each worker writes the same)."""
+    path = os.environ.get(GROUPS_FILE)
+    if path and os.environ.get("PYTEST_XDIST_WORKER"):
+        partial = Path(f"{path}.{os.environ['PYTEST_XDIST_WORKER']}")
+        partial.write_text(json.dumps(shared_build_groups(items)), encoding="utf-8")
+        partial.replace(path)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Schedule ``pytest -n 2`` by groups (:func:`shared_build_groups`): a built project is built once.
+
+    pytest-xdist's own ``--dist loadgroup`` cannot be used: with pytest 9.2 it no longer
+    groups (pytest-dev/pytest-xdist#1386), so this scheduler reads the groups the workers wrote.
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedBuildScheduling(LoadScopeScheduling):
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:
+                self.groups = json.loads(Path(os.environ[GROUPS_FILE]).read_text("utf-8"))
+            return self.groups.get(nodeid, nodeid)
+
+        def schedule(self) -> None:
+            # the groups of a session fixture first (the costliest builds), then those of a
+            # module fixture, then the other tests in their order
+            self.config.option.loadscopereorder = False
+            super().schedule()
+
+        def _assign_work_unit(self, node) -> None:
+            if not getattr(self, "_ordered", False):
+                self._ordered = True
+                tests = set(self.collection or ())
+                rank = {
+                    scope: (0 if "::" not in scope else 1) if scope not in tests else 2
+                    for scope in self.workqueue
+                }
+                units = sorted(self.workqueue.items(), key=lambda unit: rank[unit[0]])
+                self.workqueue.clear()
+                self.workqueue.update(units)
+            super()._assign_work_unit(node)
+
+    return SharedBuildScheduling(config, log)
 
 
 @pytest.fixture(scope="session", autouse=True)
