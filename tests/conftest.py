@@ -113,7 +113,7 @@ def pytest_collection_modifyitems(items):
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """Schedule ``pytest -n 2`` by groups (:func:`shared_build_groups`): a built project is built once.
+    """Schedule ``pytest -n 2`` by :func:`shared_build_groups`: a built project is built once.
 
     pytest-xdist's own ``--dist loadgroup`` cannot be used: with pytest 9.2 it no longer
     groups (pytest-dev/pytest-xdist#1386), so this scheduler reads the groups the workers wrote.
