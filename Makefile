@@ -32,7 +32,7 @@ test-readme: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check python_udfs simulator tests benchmarks
 	$(BIN)/ruff format --check python_udfs simulator tests benchmarks
-	CDC_LAKE_ROOT=$(CURDIR)/target/lint_lake $(BIN)/sqlfluff lint models tests/dbt
+	CDC_LAKE_ROOT=$(CURDIR)/target/lint_lake $(BIN)/sqlfluff lint --processes 2 models tests/dbt
 
 format: $(STAMP)
 	$(BIN)/ruff format python_udfs simulator tests benchmarks

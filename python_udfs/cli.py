@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
         ("scaffold", "write catalog seeds and typed model files from feed metadata"),
         ("restage", "decode the open rejects again (after declaring a table), in a new batch"),
         ("rejects", "list the open rejects (file, offset, reason), from the raw tables"),
-        ("sql", "run one Spark SQL query on the embedded engine and print its rows"),
+        ("sql", "run Spark SQL statements on the embedded engine and print their rows"),
         ("thrift-server", "start a Spark Thrift Server on loopback against the lake"),
     ):
         p = sub.add_parser(name, help=text)
@@ -89,7 +89,12 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--feed", help="only files of this feed")
             p.add_argument("--reason", help="only files with an open reject of this reason code")
         if name == "sql":
-            p.add_argument("query", help="the query, e.g. 'select * from cdc.history limit 20'")
+            p.add_argument(
+                "query",
+                nargs="+",
+                help="one or more statements, run in order in one session, each printed, "
+                "e.g. 'select * from cdc.history limit 20'",
+            )
             p.add_argument("--json", action="store_true", help="print one JSON object per row")
         if name == "run":
             p.add_argument(

@@ -3,17 +3,16 @@ an uninterrupted build of the same files (one batch, through the Thrift Server: 
 ``clean_run`` fixture) (DESIGN.md §6.5): nothing duplicated, nothing lost.
 
 The workload covers the five feed formats. Real runs are killed with SIGKILL (the whole
-process group: Python, dbt and the Spark JVM) when their output reaches a chosen point: while
-staging decodes, while it writes the batch's manifest rows (the commit), and before the models
-that write state (key state after change_log was appended and the history partition written,
-the current-state table after the key state, the staging watermark after change_log and
-pending_changes). A kill before the history versions is not among them: the rerun after it
-starts from what the kill before the key state leaves, less the history partition. The run
+process group: Python, dbt and the Spark JVM) when their output reaches a chosen point
+(:data:`KILLS`): while staging decodes, while it writes the batch's manifest rows (the commit),
+and before the models that write state: the key state (change_log appended, the history
+partition written), the history versions (int_apply_events written) and the staging watermark
+(change_log and pending_changes written). The run
 that completes each round has a twin started at the same moment on the same lake: one of the
-two applies, the other stops at once. After the first round, the current-state table is left
+two applies, the other stops at once. After the first round, int_apply_events is left
 as a kill inside its CREATE TABLE AS SELECT leaves it: its folder, no table in the catalog; and
-the key state's watermark (its table property) is set behind the state, as a kill after the
-state is written and before its post-hook records the run's generation leaves it.
+one feed's rows of the key state are set to a generation behind every run's, as a kill while
+Spark moves the state's partitions into place leaves them.
 """
 
 from __future__ import annotations
@@ -136,44 +135,47 @@ def _two_runs_at_once(project: Path, landing: Path, lake: Path) -> None:
     assert err.count("\n") == 1 and "the lake is in use by cdc process" in err, err
 
 
-def _leave_orphan_folder(project: Path, landing: Path, lake: Path, table: str) -> None:
-    """Leave what a run killed inside CREATE TABLE AS SELECT leaves: the table's folder, with
-    its files, and no table in the catalog (Spark enters the table after writing its files;
-    dbt dropped the old one first). The next runs clear it (macro
-    cdc_clear_orphan_table_folders): Spark refuses a managed table over a non-empty folder."""
-    folder = lake / "warehouse" / "cdc.db" / table
-    kept = lake.parent / f"{table}.kept"
-    shutil.copytree(folder, kept)
-    cdc(project, "sql", f"drop table cdc.{table}", landing=landing, lake=lake)
-    assert not folder.exists()
-    shutil.move(kept, folder)
-
-
 #: A generation before every run's (cdc_generation: YYYYMMDDTHHMMSSffffff).
 GENERATION_BEFORE_ALL = "00000000T000000000000"
 
 
-def _put_watermark_behind_state(project: Path, landing: Path, lake: Path) -> None:
-    """Set one feed's state_generation in int_key_state before every generation, its rows
-    kept. A run killed while Spark moves the state's feed partitions into place leaves the
-    feeds moved at the new generation and the others at the previous one; here a feed's rows
-    are the newest and its generation the oldest, the harder case. The watermark is the
-    smallest generation (cdc_state_watermark, ADR 0025), so the next run applies every
-    generation again, and every key they touch is rebuilt from all its changes, its state
-    holding them already (int_apply_keys)."""
+def _leave_two_kills_behind(project: Path, landing: Path, lake: Path, table: str) -> None:
+    """Leave the lake as two kills leave it, with one ``cdc sql`` (one JVM start):
+
+    - What a run killed inside CREATE TABLE AS SELECT of ``table`` leaves: the table's folder,
+      with its files, and no table in the catalog (Spark enters the table after writing its
+      files; dbt dropped the old one first). The next runs clear it (macro
+      cdc_clear_orphan_table_folders): Spark refuses a managed table over a non-empty folder.
+    - One feed's state_generation in int_key_state before every generation, its rows kept. A
+      run killed while Spark moves the state's feed partitions into place leaves the feeds
+      moved at the new generation and the others at the previous one; here a feed's rows are
+      the newest and its generation the oldest, the harder case. The watermark is the
+      smallest generation (cdc_state_watermark, ADR 0025), so the next run applies every
+      generation again, and every key they touch is rebuilt from all its changes, its state
+      holding them already (int_apply_keys).
+    """
+    folder = lake / "warehouse" / "cdc.db" / table
+    kept = lake.parent / f"{table}.kept"
+    shutil.copytree(folder, kept)
     columns = (
         "source_schema, source_table, primary_key, key_id, current_version, last_event_order, "
         "rebuilt_generation, version_count"
     )
     feed = sorted(FEEDS)[0]
-    for statement in (
+    cdc(
+        project,
+        "sql",
+        f"drop table cdc.{table}",
         "create table cdc.key_state_copy as select * from cdc.int_key_state",
         f"insert overwrite table cdc.int_key_state partition (feed = '{feed}', table_key) "
         f"select {columns}, '{GENERATION_BEFORE_ALL}' as state_generation, table_key "
         f"from cdc.key_state_copy where feed = '{feed}'",
         "drop table cdc.key_state_copy",
-    ):
-        cdc(project, "sql", statement, landing=landing, lake=lake)
+        landing=landing,
+        lake=lake,
+    )
+    assert not folder.exists()
+    shutil.move(kept, folder)
     assert _state_generations(lake) > {GENERATION_BEFORE_ALL}
 
 
@@ -240,8 +242,7 @@ def test_runs_killed_at_any_point_and_rerun_build_the_same_marts(tmp_path, clean
             _killed_run(project, landing, lake, marker)
         _two_runs_at_once(project, landing, lake)
         if k == 0:
-            _leave_orphan_folder(project, landing, lake, "int_apply_events")
-            _put_watermark_behind_state(project, landing, lake)
+            _leave_two_kills_behind(project, landing, lake, "int_apply_events")
     # the run that applied last wrote its generation into every row of the state
     assert len(_state_generations(lake)) == 1
     assert _state_generations(lake) != {GENERATION_BEFORE_ALL}

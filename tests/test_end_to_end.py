@@ -984,6 +984,51 @@ def test_real_goldengate_trails_through_stage_scaffold_and_run(real_samples_run)
     assert {r["type"] for r in typed} == {"decimal(38,2)"}
 
 
+def test_a_state_of_an_earlier_release_fails_fast_and_a_full_refresh_rebuilds_it(
+    real_samples_run,
+):
+    """The summary's `versions` are the sum of int_key_state.version_count, one count per key
+    (not `count(*)` of the history view, a window over every version), and the state is
+    partitioned by table (table_key, ADR 0028). A lake whose state an earlier release wrote
+    lacks such a column: the next build stops before the state models with a message that
+    names the fix, and `cdc run -- --full-refresh` rebuilds the state with the same counts.
+    On the real samples' lake, last of its tests (the full refresh leaves the same marts). The
+    earlier state is made with one `cdc sql` of several statements, which stops at the first
+    that fails."""
+    project, lake, _first, last = real_samples_run
+    landing = lake.parent / "landing"
+    counted = summary_figures(last.stdout)
+    # versions (the oracle's summary test checks them against the history mart's rows)
+    assert {"gg_tc", "gg_tr", "samples_ct"} <= set(counted), counted
+    assert all(f[5] > 0 for f in counted.values()), counted
+    # the state as the release before ADR 0028 wrote it: the same rows, partitioned by feed
+    # alone, without table_key (one without version_count, older still, fails the same way);
+    # one `cdc sql` runs its statements in order and stops at the first Spark refuses: the
+    # last drop does not run (the failed run below meets the earlier state, not no state)
+    earlier = cdc(
+        project,
+        "sql",
+        "create table cdc.int_key_state_earlier using parquet partitioned by (feed) as "
+        "select * except (table_key) from cdc.int_key_state",
+        "drop table cdc.int_key_state",
+        "alter table cdc.int_key_state_earlier rename to cdc.int_key_state",
+        "select * from cdc.no_such_table",
+        "drop table cdc.int_key_state",
+        landing=landing,
+        lake=lake,
+        check=False,
+    )
+    said = [line for line in earlier.stderr.splitlines() if line.startswith("cdc sql: ")]
+    assert earlier.returncode == 1 and len(said) == 1, earlier.stderr[-3000:]
+    assert "no_such_table" in said[0], said
+    failed = cdc(project, "run", "--force", landing=landing, lake=lake, check=False)
+    assert failed.returncode != 0
+    assert "no table_key column" in failed.stdout, failed.stdout
+    assert "cdc run -- --full-refresh" in failed.stdout, failed.stdout
+    rebuilt = cdc(project, "run", "--", "--full-refresh", landing=landing, lake=lake)
+    assert summary_figures(rebuilt.stdout) == counted
+
+
 def prepare_little_endian(src: Path) -> Contribution:
     """12.2-style trails (TDR records, unified updates, truncates), little-endian, for the
     two-round project (``tests/two_rounds``): round 1 lands every trail file, the last one cut
@@ -1280,39 +1325,6 @@ def test_little_endian_trails_with_metadata_records_growing_between_runs(two_rou
     updates = [r for r in log if r["operation"] == "UPDATE"]
     assert updates and all(r["before_image"] is not None for r in updates)
     assert len([r for r in log if r["operation"] == "TRUNCATE"]) == 2
-
-
-def test_a_state_of_an_earlier_release_fails_fast_and_a_full_refresh_rebuilds_it(tmp_path, samples):
-    """The summary's `versions` are the sum of int_key_state.version_count, one count per key
-    (not `count(*)` of the history view, a window over every version), and the state is
-    partitioned by table (table_key, ADR 0028). A lake whose state an earlier release wrote
-    lacks such a column: the next build stops before the state models with a message that
-    names the fix, and `cdc run -- --full-refresh` rebuilds the state with the same counts.
-    The real GoldenGate trails, alone."""
-    landing, lake = tmp_path / "landing", tmp_path / "lake"
-    land_goldengate_samples(samples, landing)
-    project = make_project(tmp_path, "  cdc_feeds:\n" + GOLDENGATE_FEEDS)
-    cdc(project, "stage", landing=landing, lake=lake)
-    cdc(project, "scaffold", landing=landing, lake=lake)
-    first = cdc(project, "run", landing=landing, lake=lake)
-    counted = summary_figures(first.stdout)
-    # versions (the oracle's summary test checks them against the history mart's rows)
-    assert set(counted) == {"gg_tc", "gg_tr"} and all(f[5] > 0 for f in counted.values()), counted
-    # the state as the release before ADR 0028 wrote it: the same rows, partitioned by feed
-    # alone, without table_key (one without version_count, older still, fails the same way)
-    for statement in (
-        "create table cdc.int_key_state_earlier using parquet partitioned by (feed) as "
-        "select * except (table_key) from cdc.int_key_state",
-        "drop table cdc.int_key_state",
-        "alter table cdc.int_key_state_earlier rename to cdc.int_key_state",
-    ):
-        cdc(project, "sql", statement, landing=landing, lake=lake)
-    failed = cdc(project, "run", "--force", landing=landing, lake=lake, check=False)
-    assert failed.returncode != 0
-    assert "no table_key column" in failed.stdout, failed.stdout
-    assert "cdc run -- --full-refresh" in failed.stdout, failed.stdout
-    rebuilt = cdc(project, "run", "--", "--full-refresh", landing=landing, lake=lake)
-    assert summary_figures(rebuilt.stdout) == counted
 
 
 def test_round_two_self_checks_find_the_keys_round_two_touched_when_they_run(two_rounds):
