@@ -7,12 +7,12 @@ process group: Python, dbt and the Spark JVM) when their output reaches a chosen
 (:data:`KILLS`): while staging decodes, while it writes the batch's manifest rows (the commit),
 and before the models that write state: the key state (change_log appended, the history
 partition written), the history versions (int_apply_events written) and the staging watermark
-(change_log and pending_changes written). The run
-that completes each round has a twin started at the same moment on the same lake: one of the
-two applies, the other stops at once. After the first round, int_apply_events is left
-as a kill inside its CREATE TABLE AS SELECT leaves it: its folder, no table in the catalog; and
-one feed's rows of the key state are set to a generation behind every run's, as a kill while
-Spark moves the state's partitions into place leaves them.
+(change_log and pending_changes written). The run that completes each round has a twin
+started at the same moment on the same lake: one of the two applies, the other stops at once.
+After the first round, int_apply_events is left as a kill inside its CREATE TABLE AS SELECT
+leaves it: its folder, no table in the catalog; and one feed's rows of the key state are set to
+a generation behind every run's, as a kill while Spark moves the state's partitions into place
+leaves them.
 """
 
 from __future__ import annotations
