@@ -100,19 +100,24 @@ def compute_working_set(
 
 
 def _read(folder: Path, columns: list[str]) -> list[dict]:
-    """Return the rows of ``columns`` of the parquet table in ``folder``, as dicts.
+    """Return the rows of ``columns`` of the parquet table in ``folder`` (:func:`_dataset`)."""
+    dataset = _dataset(folder)
+    if dataset is None or not dataset.files:  # a table with no file yet
+        return []
+    return dataset.to_table(columns=columns).to_pylist()
 
-    Hive-style partition folders give their values as strings; files whose names start with
-    ``.`` or ``_`` are left out, as Spark leaves them out.
+
+def _dataset(folder: Path):
+    """Return the pyarrow dataset of the parquet table in ``folder``, None without the folder.
+
+    Hive-style partition folders give their values as strings (:func:`_string_partitions`);
+    files whose names start with ``.`` or ``_`` are left out, as Spark leaves them out.
     """
     import pyarrow.dataset as ds
 
     if not folder.is_dir():
-        return []
-    dataset = ds.dataset(folder, format="parquet", partitioning=_string_partitions(folder))
-    if not dataset.files:  # a table with no file yet
-        return []
-    return dataset.to_table(columns=columns).to_pylist()
+        return None
+    return ds.dataset(folder, format="parquet", partitioning=_string_partitions(folder))
 
 
 def _string_partitions(folder: Path):
@@ -243,15 +248,17 @@ def _last_transaction_start(raw: Path, feed: str, batch: str, source_file: str) 
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
-    folder = raw / "raw_goldengate_trail"
-    dataset = ds.dataset(folder, format="parquet", partitioning=_string_partitions(folder))
-    starts = dataset.to_table(
-        columns=["record_offset"],
-        filter=(ds.field("ingest_batch_id") >= batch)
-        & (ds.field("feed") == feed)
-        & (ds.field("source_file") == source_file)
-        & ds.field("trans_ind").isin([0, 3]),
-    ).column("record_offset")
+    starts = (
+        _dataset(raw / "raw_goldengate_trail")
+        .to_table(
+            columns=["record_offset"],
+            filter=(ds.field("ingest_batch_id") >= batch)
+            & (ds.field("feed") == feed)
+            & (ds.field("source_file") == source_file)
+            & ds.field("trans_ind").isin([0, 3]),
+        )
+        .column("record_offset")
+    )
     return pc.max(starts).as_py() or 0
 
 
