@@ -40,6 +40,11 @@ DATA_ONLY_SELECTION = [
     "--exclude",
     f"path:{TYPED_MODELS_DIR.as_posix()},config.materialized:view",
 ]
+#: Extra dbt arguments (after ``--``) whose successful build is recorded as a whole build
+#: (ADR 0009): a full refresh selects every node and rebuilds every table, so the next plain
+#: run with nothing new is skipped and one with new data only is a data-only build. Any other
+#: argument (a selection, another target) leaves no record: the next run builds everything.
+WHOLE_BUILD_ARGS = frozenset({"--full-refresh"})
 
 
 def export_roots(config: ProjectConfig) -> None:
@@ -225,8 +230,11 @@ def run(
     - the project: the whole ``dbt build``, self-checks included.
 
     ``force`` builds everything anyway; extra ``dbt_args`` always build, with no selection of
-    ours. dbt unit tests (SQL logic on mocked rows, not data) run only with ``unit_tests``, as
-    dbt recommends for production runs; ``make test`` runs them.
+    ours. A successful build is recorded for the next run to compare with, unless ``dbt_args``
+    narrow or change it: ``--full-refresh`` alone (:data:`WHOLE_BUILD_ARGS`) rebuilds every
+    node, as a whole build does, so it is recorded too. dbt unit tests (SQL logic on mocked
+    rows, not data) run only with ``unit_tests``, as dbt recommends for production runs;
+    ``make test`` runs them.
     """
     from python_udfs import build_state, working_set
     from python_udfs.spark import get_spark, open_metastore_in_background
@@ -265,7 +273,7 @@ def run(
     )
     os.environ[working_set.ENV_VAR] = working_set.to_env(rows)
     ok = dbt_build(config, extra_vars, args, log, verbose)
-    if ok and not dbt_args:
+    if ok and set(dbt_args or ()) <= WHOLE_BUILD_ARGS:
         build_state.record_build(config.lake_root, fingerprint, project, summary.ingest_batch_id)
     return summary, ok, True
 

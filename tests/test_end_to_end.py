@@ -378,9 +378,10 @@ def test_appended_files_add_exactly_their_changes_and_a_run_with_nothing_new_is_
 ):
     """After the full refresh, `cdc run --every` in one process: its first run applies an
     appended file, its second a file landed while it waited (a build in the same Spark
-    session), each adding its one change and nothing else; its third, with nothing new, skips
-    dbt and leaves the marts as they are. (An incremental run that re-reads applied changes
-    and changes nothing is the crash test's.)"""
+    session), each adding its one change and nothing else, both data-only builds (the full
+    refresh was recorded as a whole build); its third, with nothing new, skips dbt and leaves
+    the marts as they are. (An incremental run that re-reads applied changes and changes
+    nothing is the crash test's.)"""
     sim, project, landing, lake, *_ = oracle_run
     before_log, before_state = read_mart(lake, "change_log"), _state(lake)
     folder = landing / "qlik_ct_demo" / "SALES.ORDER_LINES__ct"
@@ -404,7 +405,7 @@ def test_appended_files_add_exactly_their_changes_and_a_run_with_nothing_new_is_
     # (AlreadyExistsException of `create database if not exists`, python_udfs/log4j2.properties)
     assert " ERROR " not in appended.stdout, appended.stdout[-3000:]
     runs = appended.stdout.split(" next run in ")
-    assert len(runs) == 3 and "dbt build:" in runs[0]
+    assert len(runs) == 3 and "dbt build:" in runs[0] and "new data only" in runs[0]
     assert "new data only" in runs[1] and "dbt build:" in runs[1]  # built in the same session
     assert "dbt build skipped" in runs[2] and "dbt build:" not in runs[2]
 
