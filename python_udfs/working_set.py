@@ -220,6 +220,9 @@ def _trail_rows(raw: Path, applied_files: list[dict], formats: dict) -> list[lis
     for f in applied_files:
         if (f["rows"] or 0) > 0 and formats.get(f["feed"]) == "goldengate_trail":
             latest[f["feed"]] = max(latest.get(f["feed"], ""), f["source_file"])
+    if not latest:
+        return []
+    trail = _dataset(raw / "raw_goldengate_trail")  # one listing for every GoldenGate feed
     rows = []
     for feed, source_file in sorted(latest.items()):
         batch = min(
@@ -233,32 +236,29 @@ def _trail_rows(raw: Path, applied_files: list[dict], formats: dict) -> list[lis
                 feed,
                 batch,
                 source_file,
-                _last_transaction_start(raw, feed, batch, source_file),
+                _last_transaction_start(trail, feed, batch, source_file),
             ]
         )
     return rows
 
 
-def _last_transaction_start(raw: Path, feed: str, batch: str, source_file: str) -> int:
+def _last_transaction_start(trail, feed: str, batch: str, source_file: str) -> int:
     """Return the last transaction start's record_offset in a GoldenGate trail file.
 
-    The largest record_offset of TransInd 0 or 3 of ``source_file`` in the GoldenGate raw
-    table, from batch ``batch`` on; 0 when there is none.
+    The largest record_offset of TransInd 0 or 3 of ``source_file`` in ``trail``, the
+    GoldenGate raw table's dataset (:func:`_dataset`), from batch ``batch`` on; 0 when there
+    is none.
     """
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
-    starts = (
-        _dataset(raw / "raw_goldengate_trail")
-        .to_table(
-            columns=["record_offset"],
-            filter=(ds.field("ingest_batch_id") >= batch)
-            & (ds.field("feed") == feed)
-            & (ds.field("source_file") == source_file)
-            & ds.field("trans_ind").isin([0, 3]),
-        )
-        .column("record_offset")
-    )
+    starts = trail.to_table(
+        columns=["record_offset"],
+        filter=(ds.field("ingest_batch_id") >= batch)
+        & (ds.field("feed") == feed)
+        & (ds.field("source_file") == source_file)
+        & ds.field("trans_ind").isin([0, 3]),
+    ).column("record_offset")
     return pc.max(starts).as_py() or 0
 
 

@@ -101,5 +101,6 @@ def test_a_trail_is_read_again_from_its_latest_files_last_transaction_start(tmp_
     assert working_set._trail_rows(raw, applied, FORMATS) == [
         ["from", "gg", "B1", "gg/aa000002", 130]
     ]
-    assert working_set._last_transaction_start(raw, "gg", "B2", "gg/aa000002") == 130
-    assert working_set._last_transaction_start(raw, "gg", "B1", "gg/aa000009") == 0
+    trail = working_set._dataset(raw / "raw_goldengate_trail")
+    assert working_set._last_transaction_start(trail, "gg", "B2", "gg/aa000002") == 130
+    assert working_set._last_transaction_start(trail, "gg", "B1", "gg/aa000009") == 0
