@@ -91,9 +91,10 @@ class IOType(enum.IntEnum):
 
 
 class TokenId(enum.IntEnum):
-    """The ids of a trail's record tokens and of a ``G`` record's sub-tokens.
+    """The ids of a trail's record tokens, a ``G`` record's sub-tokens and three GGS tokens.
 
-    formats/goldengate_trail.md, *Layout*: ``'F' 'G' 'Z'`` and ``'H' 'D' 'T'``.
+    formats/goldengate_trail.md, *Layout*: ``'F' 'G' 'Z'`` and ``'H' 'D' 'T'``; *GGS tokens*:
+    ``'R' 'L' '6'``.
     """
 
     FILE_HEADER = 0x46  # 'F': once, at offset 0
@@ -102,6 +103,9 @@ class TokenId(enum.IntEnum):
     HEADER = 0x48  # 'H': the record header, GHDR
     DATA = 0x44  # 'D': the data area, GHDR.RecLength bytes
     TOKENS = 0x54  # 'T': the GGS tokens
+    ROW_ID = 0x52  # 'R' in the GGS tokens: ORAROWID
+    LOG_CSN = 0x4C  # 'L' in the GGS tokens: LOGCSN
+    TRAN_ID = 0x36  # '6' in the GGS tokens: TRANID
 
 
 class TransInd(enum.IntEnum):
@@ -128,6 +132,8 @@ IO_TYPES: dict[int, str] = {
     IOType.DDL: "DDL",
     IOType.METADATA: "METADATA",
 }
+#: The GGS tokens whose value is text (:func:`token_text`); every other token's is hex.
+TEXT_TOKENS = (TokenId.ROW_ID, TokenId.LOG_CSN, TokenId.TRAN_ID)
 #: IOTypes that change no row of a table (a TRUNCATE changes all of them, in dbt).
 NO_ROW_IMAGE = (IOType.TRUNCATE, IOType.DDL)
 
@@ -783,10 +789,7 @@ class _TrailWalk:
         """Report what the end of the file leaves open, and the sourcedefs tables it used."""
         state, result, data = self.state, self.result, self.state.data
         if self.final and self.sequence.open_at is not None:
-            result.warnings.append(
-                f"transaction without end: TransInd 0 at RBA {self.sequence.open_at} has no last "
-                "record (TransInd 2) in this file, which is final"
-            )
+            result.warnings.append(transaction_without_end(self.sequence.open_at))
         if self.segments is not None:
             if self.final:
                 self.segments.reject(data, result, len(data), "segment_without_end")
@@ -1140,15 +1143,30 @@ def _ggs_tokens(state: _Trail, span: tuple[int, int] | None) -> dict[str, str]:
     except ValueError as exc:
         raise _Bad("bad_tokens", f"GGS token area: {exc}") from exc
     for tid, _info, vs, ve in tokens:
-        value = data[vs:ve]
-        key = chr(tid)
-        if key == "R":
-            value = value[:18] if len(value) >= 18 else value.rstrip(b"\x00\x01")
-        if key in ("R", "L", "6"):
-            out[key] = value.decode("ascii", "replace")
-        else:
-            out[key] = value.hex().upper()
+        out[chr(tid)] = token_text(tid, data[vs:ve])
     return out
+
+
+def token_text(token_id: int, value: bytes) -> str:
+    """Return the text of one GGS token's value (formats/goldengate_trail.md, *GGS tokens*).
+
+    ``R`` (ORAROWID): its first 18 characters (a shorter value without its ``00 01`` tail);
+    ``R``, ``L`` (LOGCSN) and ``6`` (TRANID) as ASCII, a byte that is not ASCII as U+FFFD;
+    every other token as uppercase hex.
+    """
+    if token_id == TokenId.ROW_ID:
+        value = value[:18] if len(value) >= 18 else value.rstrip(b"\x00\x01")
+    if token_id in TEXT_TOKENS:
+        return value.decode("ascii", "replace")
+    return value.hex().upper()
+
+
+def transaction_without_end(rba: int) -> str:
+    """Return the warning of a final file whose last transaction (from ``rba``) has no end."""
+    return (
+        f"transaction without end: TransInd 0 at RBA {rba} has no last "
+        "record (TransInd 2) in this file, which is final"
+    )
 
 
 def _carry(state: _Trail, row: dict[str, Any], tokens: Mapping[str, str]) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from python_udfs.feed_format import I32, I64, STR, STR_LIST, STR_MAP, FeedFormat, FileToDecode
-from python_udfs.goldengate_trail import decoder
+from python_udfs.goldengate_trail import columnar, decoder
 from python_udfs.records import ConfigError, DecodeResult
 
 #: Columns of ``raw_goldengate_trail`` after the provenance columns: the record header's
@@ -139,16 +139,25 @@ def decoder_context(feed, config, catalog, scanned) -> dict[str, Any]:
 
 
 def decode(content: bytes, file: FileToDecode) -> DecodeResult:
-    """Decode one trail from byte ``start`` with the feed's table definitions."""
-    return decoder.decode_trail_file(
-        content,
-        file_name=file.source_file,
-        definitions=file.context.get("definitions"),
-        options=file.context["options"],
-        start=file.start,
-        start_index=file.start_index,
-        final=file.final,
-    )
+    """Decode one trail from byte ``start`` with the feed's table definitions.
+
+    With ``file.columnar`` the fast path (:func:`columnar.decode_columnar`) builds the rows as
+    an Arrow table; a trail it leaves alone, and every trail without ``file.columnar``, takes
+    the per-record reference path (:func:`decoder.decode_trail_file`).
+    """
+    arguments = {
+        "file_name": file.source_file,
+        "definitions": file.context.get("definitions"),
+        "options": file.context["options"],
+        "start": file.start,
+        "start_index": file.start_index,
+        "final": file.final,
+    }
+    if file.columnar:
+        result = columnar.decode_columnar(content, **arguments)
+        if result is not None:
+            return result
+    return decoder.decode_trail_file(content, **arguments)
 
 
 FEED_FORMAT = FeedFormat(
