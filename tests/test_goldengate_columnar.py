@@ -214,7 +214,7 @@ def test_values_of_every_kind_render_as_the_reference_renders_them():
             else struct.pack(">HH", i, 2) + b"\xff\xff"
             for i, (*_, values) in enumerate(kinds)
         )
-        records += _record(entries, io_type=5, trans_ind=3, name=b"S.T")
+        records += _record(entries)
     data = _header() + records
     fast, reference = both(data, definitions=definitions, final=True)
     assert fast is not None and len(reference.rows) == 2 and not reference.rejects
@@ -227,32 +227,93 @@ def _header() -> bytes:
     return b"F\x00\x00\x08" + b"Z\x00\x00\x08"
 
 
-def _record(entries: bytes, io_type: int, trans_ind: int, name: bytes) -> bytes:
-    """One big-endian ``G`` record of table ``name`` with data area ``entries``."""
-    ghdr = (
-        struct.pack(
-            ">cBBcHBBqQIBcBBBB",
-            b"E",
-            4,
-            0,
-            b"A",
-            len(entries),
-            io_type,
-            0,
-            212236971276000000,
-            42,
-            7,
-            trans_ind,
-            b"R",
-            0,
-            0,
-            0,
-            1,
-        )
-        + name
-        + b"\x00"
+def _record(entries: bytes, io_type=5, trans_ind=3, name=b"S.T", **ghdr) -> bytes:
+    """One big-endian ``G`` record of table ``name`` with data area ``entries``.
+
+    ``ghdr`` overrides ``before_after`` (b"A"), ``audit_pos`` (42) and ``continued`` (0).
+    """
+    fields = {"before_after": b"A", "audit_pos": 42, "continued": 0, **ghdr}
+    header = struct.pack(
+        ">cBBcHBBqQIBcBBBB",
+        b"E",
+        4,
+        0,
+        fields["before_after"],
+        len(entries),
+        io_type,
+        0,
+        212236971276000000,
+        fields["audit_pos"],
+        7,
+        trans_ind,
+        b"R",
+        0,
+        0,
+        fields["continued"],
+        1,
     )
-    body = b"H\x00" + struct.pack(">H", len(ghdr)) + ghdr
+    body = b"H\x00" + struct.pack(">H", len(header) + len(name) + 1) + header + name + b"\x00"
     body += b"D\x00" + struct.pack(">H", len(entries)) + entries
     length = 4 + len(body) + 4
     return b"G\x01" + struct.pack(">H", length) + body + b"Z\x01" + struct.pack(">H", length)
+
+
+def _entry(index: int, payload: bytes | None, indicator=b"\x00\x00") -> bytes:
+    """A column entry: ``payload`` after a null indicator; None is a NULL."""
+    if payload is None:
+        return struct.pack(">HH", index, 2) + b"\xff\xff"
+    return struct.pack(">HH", index, 2 + len(payload)) + indicator + payload
+
+
+_KEY, _NAME = _entry(0, struct.pack(">q", 1)), _entry(1, b"\x00\x01x")
+#: Trails the reference rejects a record of or warns of, and a segmented record (the reference
+#: reassembles it): each is left to the reference whole.
+LEFT_TO_THE_REFERENCE = {
+    "a before image followed by another row's after image": [
+        _record(_KEY, 15, 0, before_after=b"B", audit_pos=1),
+        _record(_KEY + _NAME, 15, 2, before_after=b"A", audit_pos=2),
+    ],
+    "a before image followed by another table's after image": [
+        _record(_KEY, 15, 0, before_after=b"B"),
+        _record(_KEY + _NAME, 15, 2, name=b"S.U"),
+    ],
+    "TransInd 0 while a transaction is open": [_record(_KEY, 5, 0), _record(_KEY, 5, 0)],
+    "TransInd 2 after the transactions ended": [_record(_KEY, 5, 3), _record(_KEY, 5, 2)],
+    "a table without a definition": [_record(_KEY, name=b"S.X")],
+    "a record in two segments": [_record(_KEY, continued=1), _record(_NAME)],
+    "an unknown IOType": [_record(_KEY, io_type=77)],
+    "a NonStop IOType": [_record(_KEY, io_type=4)],
+    "a NULL with a payload": [_record(_entry(0, b"\x00\x01", b"\xff\xff"))],
+    "a bad null indicator": [_record(_entry(0, struct.pack(">q", 1), b"\x12\x34"))],
+    "a column twice": [_record(_KEY + _NAME + _entry(1, None))],
+    "a column the table does not have": [_record(_KEY + _entry(2, b"\x00\x01x"))],
+    "an integer of three bytes": [_record(_entry(0, b"\x00\x00\x01"))],
+    "a VARCHAR longer than its entry": [_record(_KEY + _entry(1, b"\x00\x09x"))],
+}
+
+
+@pytest.mark.parametrize("case", list(LEFT_TO_THE_REFERENCE))
+def test_a_record_the_reference_rejects_or_reassembles_leaves_the_file_to_it(case):
+    from python_udfs.goldengate_trail.decoder import GGColumn, GGTable
+
+    columns = [
+        GGColumn("ID", 0, 134, 8, 0, 0, 0, 0, True),
+        GGColumn("NAME", 1, 64, 8, 0, 0, 0, 0, False),
+    ]
+    definitions = {name: GGTable(name, columns) for name in ("S.T", "S.U")}
+    data = _header() + b"".join(LEFT_TO_THE_REFERENCE[case])
+    fast, reference = both(data, definitions=definitions, final=True)
+    assert fast is None
+    if "segments" in case:
+        assert len(reference.rows) == 1 and reference.rows[0]["data"] == {"ID": "1", "NAME": "x"}
+    else:
+        assert reference.rejects or reference.warnings
+    context = {"definitions": definitions, "options": {}}
+    assert_same(
+        *(
+            spec.decode(data, FileToDecode("aa000000", context, 0, 0, None, True, columnar))
+            for columnar in (True, False)
+        )
+    )
+    well_formed = _header() + _record(_KEY + _NAME) + _record(_KEY + _entry(1, None))
+    assert both(well_formed, definitions=definitions, final=True)[0] is not None
