@@ -44,6 +44,7 @@ from tests.spark_project import cli_env, make_project  # noqa: E402
 #: what the fast path does. ``cdc stage`` takes the fast path.
 FAST_PATHS = {
     "qlik_change_tables": "by column",
+    "goldengate_trail": "by column",
     "hirdb_update_sql": "regular statements without the tokenizer",
 }
 

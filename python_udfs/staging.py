@@ -566,10 +566,19 @@ def file_tables(
         if kind in rows:
             parts.append(pa.Table.from_pylist(rows[kind], schema=schema))
         table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-        if "record_offset" in table.column_names and table.num_rows > 1:
+        if "record_offset" in table.column_names and not _ascending(table["record_offset"]):
             table = table.sort_by([("record_offset", "ascending")])
         out[kind] = table
     return out
+
+
+def _ascending(offsets: pa.ChunkedArray) -> bool:
+    """Whether ``offsets`` never go down (nulls first count as down): a decoder's usual order.
+
+    Sorting a table that is in order already would copy every column (maps and lists too).
+    """
+    values = offsets.to_numpy(zero_copy_only=False) if offsets.null_count == 0 else None
+    return values is not None and bool((values[1:] >= values[:-1]).all())
 
 
 def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
