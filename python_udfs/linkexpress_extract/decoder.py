@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from python_udfs.canonical import japanese_text_score, packed_decimal, scaled_digits
 from python_udfs.records import DecodeResult, FrameChains, MetadataColumn, Reject
@@ -878,14 +880,23 @@ def read_fixed_records(
 
 
 def _digit_texts(digits: np.ndarray, negative: np.ndarray, scale: int) -> list[str]:
-    """Canonical decimal texts of rows of decimal digits (most significant first)."""
-    if digits.shape[1] <= 18:
-        powers = 10 ** np.arange(digits.shape[1] - 1, -1, -1, dtype=np.int64)
-        numbers = (digits.astype(np.int64) @ powers).tolist()
-        texts = [str(v) for v in numbers]
-    else:
+    """Canonical decimal texts of rows of decimal digits (most significant first).
+
+    :func:`~python_udfs.canonical.scaled_digits` of every row: by Arrow for up to 18 digits,
+    row by row beyond.
+    """
+    if digits.shape[1] > 18:
         texts = ["".join(map(str, row)) for row in digits.tolist()]
-    return [scaled_digits(t, neg, scale) for t, neg in zip(texts, negative.tolist(), strict=True)]
+        return [scaled_digits(t, n, scale) for t, n in zip(texts, negative.tolist(), strict=True)]
+    powers = 10 ** np.arange(digits.shape[1] - 1, -1, -1, dtype=np.int64)
+    numbers = digits.astype(np.int64) @ powers
+    text = pa.array(numbers).cast(pa.string())
+    if scale:
+        padded = pc.utf8_lpad(text, width=scale + 1, padding="0")
+        whole = pc.utf8_slice_codeunits(padded, 0, -scale)
+        text = pc.binary_join_element_wise(whole, pc.utf8_slice_codeunits(padded, -scale), ".")
+    signed = pa.array(negative & (numbers != 0))  # a negative zero is 0
+    return pc.if_else(signed, pc.binary_join_element_wise("-", text, ""), text).to_pylist()
 
 
 def candidate_layouts(opts: Mapping[str, Any]) -> list[Layout]:
@@ -1027,6 +1038,60 @@ def decode_extract_file(
     """
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     result = DecodeResult(consumed_end=len(data))
+    settled = settle_file(data, catalog, extraction_ids, file_table, opts, result)
+    if settled is None:
+        return result
+    parsed = list(
+        _framed_records(
+            data, settled.layout, settled.tables, settled.file_items, str(opts["zoned_sign"])
+        )
+    )
+    records = [r for _, r in parsed if isinstance(r, ParsedRecord)]
+    try:
+        outcode = choose_outcode(records, opts, settled.layout.order)
+    except ValueError as exc:
+        result.rejects.append(Reject.of(data, 0, len(data), 0, "bad_option", str(exc)))
+        return result
+    if str(opts["outcode"]).lower() == "auto":
+        result.warnings.append(f"outcode detected: {outcode}")
+    base = file_name.replace("\\", "/").rsplit("/", 1)[-1]
+    context = _RowContext(
+        base, settled.layout, outcode, opts, settled.tables, file_table, settled.file_items
+    )
+    result.rows = _built_rows(data, parsed, context, result.rejects)
+    if is_one_table_file(settled, file_table, [r.extraction_id for r in records]) and result.rows:
+        if opts["table_unit_transaction"] == "file":
+            _one_transaction(result.rows, base)
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class SettledFile:
+    """What the whole file is read with: its layout and its tables' item layouts.
+
+    ``tables`` maps extraction ids to ``((schema, table), items)``; ``file_items`` are the
+    items of a one-table file's table (None when the file has none).
+    """
+
+    layout: Layout
+    tables: Mapping[int, tuple[tuple[str, str], list[Item]]]
+    file_items: list[Item] | None
+
+
+def settle_file(
+    data: bytes,
+    catalog: Mapping[tuple[str, str], list[MetadataColumn]],
+    extraction_ids: Mapping[int, tuple[str, str]] | None,
+    file_table: tuple[str, str] | None,
+    opts: Mapping[str, Any],
+    result: DecodeResult,
+) -> SettledFile | None:
+    """Settle a file's layout and tables, as :func:`decode_extract_file` reads it.
+
+    Returns None when nothing more is read: an empty file, or a file-level reject in
+    ``result`` (a catalog type without a layout, a file whose table is not configured). Adds
+    the warning of a layout the ``auto`` options detected.
+    """
     unit = str(opts["unit"]).lower()
     try:
         variants = _item_variants(catalog, extraction_ids, file_table, opts)
@@ -1034,13 +1099,13 @@ def decode_extract_file(
         result.rejects.append(
             Reject.of(data, 0, len(data), 0, "catalog_error", f"{exc}; fix the catalog seed")
         )
-        return result
+        return None
     tables, file_items = variants[-1]
     if not data:
-        return result
+        return None
     if file_items is None and (unit == "table" or (unit == "auto" and not tables)):
         result.rejects.append(Reject.of(data, 0, len(data), 0, "unknown_table", _UNKNOWN_TABLE))
-        return result
+        return None
     # unit auto: a table-unit file (one table: its folder or full_extract_tables) against a
     # group-unit file (extraction ids, or 0000 in a group full extract); timestamp_layout auto:
     # 7 bytes against 7 + 4 zero bytes. The layout that reads the most records decides (ties:
@@ -1057,24 +1122,20 @@ def decode_extract_file(
             )
     if any(opts[k] == "auto" for k in ("byteswap", "logtype", "null_indicators")):
         result.warnings.append(f"detected {layout.describe()}")
-    parsed = list(_framed_records(data, layout, tables, file_items, str(opts["zoned_sign"])))
-    records = [r for _, r in parsed if isinstance(r, ParsedRecord)]
-    try:
-        outcode = choose_outcode(records, opts, layout.order)
-    except ValueError as exc:
-        result.rejects.append(Reject.of(data, 0, len(data), 0, "bad_option", str(exc)))
-        return result
-    if str(opts["outcode"]).lower() == "auto":
-        result.warnings.append(f"outcode detected: {outcode}")
-    base = file_name.replace("\\", "/").rsplit("/", 1)[-1]
-    context = _RowContext(base, layout, outcode, opts, tables, file_table, file_items)
-    result.rows = _built_rows(data, parsed, context, result.rejects)
-    one_table = file_table is not None and (
-        layout.letter not in "DE" or all((r.extraction_id or 0) == 0 for r in records)
+    return SettledFile(layout, tables, file_items)
+
+
+def is_one_table_file(
+    settled: SettledFile, file_table: tuple[str, str] | None, extraction_ids: Sequence[int | None]
+) -> bool:
+    """Whether a file's records are one table's (and one transaction under the default).
+
+    A file with a configured table, in a table layout or with extraction id 0 (or none) on
+    every record (a group full extract).
+    """
+    return file_table is not None and (
+        settled.layout.letter not in "DE" or all((e or 0) == 0 for e in extraction_ids)
     )
-    if one_table and result.rows and opts["table_unit_transaction"] == "file":
-        _one_transaction(result.rows, base)
-    return result
 
 
 _UNKNOWN_TABLE = (

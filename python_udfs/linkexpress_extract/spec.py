@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from python_udfs.feed_format import BOOL, I32, I64, STR, STR_LIST, STR_MAP, FeedFormat, FileToDecode
-from python_udfs.linkexpress_extract import decoder
+from python_udfs.linkexpress_extract import columnar, decoder
 from python_udfs.records import ConfigError, DecodeResult
 
 #: Columns of ``raw_linkexpress_extract`` after the provenance columns: the file's layout as
@@ -62,9 +62,12 @@ def truncates_only(result: DecodeResult) -> bool:
     is applied again (applying a truncate twice with no change between changes nothing;
     skipping a real one would keep deleted rows).
     """
-    return bool(result.rows) and all(
-        r["operation_code"] == decoder.Operation.EMPTY_FULL_EXTRACT for r in result.rows
+    codes = (
+        result.table.column("operation_code").to_pylist()
+        if result.table is not None
+        else [r["operation_code"] for r in result.rows]
     )
+    return bool(codes) and all(c == decoder.Operation.EMPTY_FULL_EXTRACT for c in codes)
 
 
 def check_options(where: str, options: Mapping[str, Any]) -> None:
@@ -148,17 +151,26 @@ def _interval_fields_problem(fields: Any) -> str | None:
 
 
 def decode(content: bytes, file: FileToDecode) -> DecodeResult:
-    """Decode one whole extract file; its table comes from its folder or the options."""
-    return decoder.decode_extract_file(
-        content,
-        file_name=file.source_file,
-        catalog=file.context["catalog"],
-        extraction_ids=file.context["extraction_ids"],
-        file_table=decoder.file_table_for(
+    """Decode one whole extract file; its table comes from its folder or the options.
+
+    With ``file.columnar`` the fast path (:func:`columnar.decode_columnar`) builds the rows as
+    an Arrow table; a file it leaves alone, and every file without ``file.columnar``, takes
+    the per-record reference path (:func:`decoder.decode_extract_file`).
+    """
+    arguments = {
+        "file_name": file.source_file,
+        "catalog": file.context["catalog"],
+        "extraction_ids": file.context["extraction_ids"],
+        "file_table": decoder.file_table_for(
             file.source_file, file.context["options"], list(file.context["catalog"])
         ),
-        options=file.context["options"],
-    )
+        "options": file.context["options"],
+    }
+    if file.columnar:
+        result = columnar.decode_columnar(content, **arguments)
+        if result is not None:
+            return result
+    return decoder.decode_extract_file(content, **arguments)
 
 
 FEED_FORMAT = FeedFormat(
