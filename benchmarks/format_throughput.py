@@ -45,6 +45,7 @@ from tests.spark_project import cli_env, make_project  # noqa: E402
 FAST_PATHS = {
     "qlik_change_tables": "by column",
     "goldengate_trail": "by column",
+    "linkexpress_extract": "by column",
     "hirdb_update_sql": "regular statements without the tokenizer",
 }
 

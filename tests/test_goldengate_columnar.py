@@ -8,7 +8,6 @@ raw rows, rejects, metadata, warnings and resume offset, or leaves the file to t
 
 import struct
 
-import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,33 +15,17 @@ from hypothesis import strategies as st
 from python_udfs.feed_format import FileToDecode
 from python_udfs.goldengate_trail import columnar, spec
 from python_udfs.goldengate_trail.decoder import decode_trail_file, parse_sourcedefs
-from python_udfs.staging import arrow_schema
-
-#: The raw table's columns a decoder sets (not the provenance columns staging adds).
-SCHEMA = pa.schema(
-    [f for f in arrow_schema("raw_goldengate_trail") if f.name not in ("feed", "source_file")]
-)
+from tests import fast_paths
+from tests.fast_paths import raw_rows
 
 
 def _table(result) -> list[dict]:
-    """The rows of a decode result (a list of dicts or an Arrow table) in the raw schema."""
-    if result.table is None:
-        return pa.Table.from_pylist(result.rows, schema=SCHEMA).to_pylist()
-    table = result.table
-    columns = [
-        table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(len(table))
-        for f in SCHEMA
-    ]
-    return pa.Table.from_arrays(columns, schema=SCHEMA).to_pylist()
+    return raw_rows(result, "raw_goldengate_trail")
 
 
 def assert_same(fast, reference) -> None:
     """The fast path's result is the reference's: rows, rejects, metadata, warnings, offset."""
-    assert _table(fast) == _table(reference)
-    assert fast.rejects == reference.rejects
-    assert fast.metadata == reference.metadata
-    assert fast.warnings == reference.warnings
-    assert fast.consumed_end == reference.consumed_end
+    fast_paths.assert_same(fast, reference, "raw_goldengate_trail")
 
 
 def both(data: bytes, **kwargs):

@@ -11,12 +11,32 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from python_udfs.linkexpress_extract.decoder import decode_extract_file, file_table_for
+from python_udfs.linkexpress_extract import columnar
+from python_udfs.linkexpress_extract.decoder import decode_extract_file as reference_decode
+from python_udfs.linkexpress_extract.decoder import file_table_for
 from python_udfs.records import MetadataColumn
 from simulator.database import JP_TABLES, seed_catalog, simulate, tables_for
 from simulator.linkexpress_extract import lx_record, write_extracts
+from tests.fast_paths import assert_same
 
 ORDERS = ("S", "ORDERS")
+#: How many files the tests of this module decoded, and how many of them took the fast path.
+FAST_PATH_TAKEN = collections.Counter()
+
+
+def decode_extract_file(data, **kwargs):
+    """The reference decoder, checked against the fast path on every file a test decodes.
+
+    Issue 47: where the fast path (``columnar.decode_columnar``) reads a file, it must give the
+    reference's rows, rejects and warnings exactly.
+    """
+    reference = reference_decode(data, **kwargs)
+    fast = columnar.decode_columnar(data, **kwargs)
+    FAST_PATH_TAKEN["files"] += 1
+    if fast is not None:
+        FAST_PATH_TAKEN["fast"] += 1
+        assert_same(fast, reference, "raw_linkexpress_extract")
+    return reference
 
 
 def col(name, ordinal, source_type, length=None, precision=None, scale=None, key=0):

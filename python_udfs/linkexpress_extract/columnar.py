@@ -26,7 +26,6 @@ that both paths give the same rows, rejects and warnings.
 
 from __future__ import annotations
 
-import itertools
 import struct
 from collections.abc import Mapping
 from typing import Any
