@@ -25,6 +25,7 @@ rejects, metadata and warnings on the real samples, the simulator's trails and d
 from __future__ import annotations
 
 import codecs
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,8 +54,18 @@ _GHDR_DTYPES = {
 _GHDR_SIZE = ref.GHDR[">"].size
 #: The GHDR offset of the table reference: a NUL-terminated name or a u16 TDR index.
 _TABLE_REFERENCE_OFFSET = _GHDR_SIZE
-#: Text of a one-byte field read as latin-1 (``before_after``, ``format_type``).
-_LATIN1 = pa.array([chr(b) for b in range(256)])
+
+
+@functools.cache
+def _latin1() -> pa.Array:
+    """Text of each byte read as latin-1 (``before_after``, ``format_type``, token ids).
+
+    Built on first use: ``pa.array`` of a list imports pandas, which importing this module
+    need not pay for.
+    """
+    return pa.array([chr(b) for b in range(256)])
+
+
 #: IOTypes whose data area holds two images: ``(before-image length size in bytes)``.
 _TWO_IMAGES = {
     IOType.UNIFIED_UPDATE: 4,
@@ -604,7 +615,7 @@ class _Walk:
         ghdr = ghdr[emitted]
         for name in GHdr._fields:
             if name in ("hdr_ind", "before_after", "format_type"):
-                columns[name] = _LATIN1.take(pa.array(ghdr[name].view(np.uint8)))
+                columns[name] = _latin1().take(pa.array(ghdr[name].view(np.uint8)))
             elif name == "audit_pos":  # u64: digits, so that no value overflows a bigint
                 columns[name] = pa.array(ghdr[name].astype(np.uint64)).cast(pa.string())
             elif name == "io_time":
@@ -635,7 +646,7 @@ class _Walk:
             "tokens": _map(
                 row_of[owner[mine]],
                 len(emitted),
-                _LATIN1.take(pa.array(ids[mine])),
+                _latin1().take(pa.array(ids[mine])),
                 values.filter(pa.array(mine)),
                 None,
             )
