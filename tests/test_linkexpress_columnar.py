@@ -11,28 +11,9 @@ import pytest
 from python_udfs.feed_format import FileToDecode
 from python_udfs.linkexpress_extract import columnar, spec
 from python_udfs.linkexpress_extract.decoder import decode_extract_file
-from python_udfs.records import MetadataColumn
 from tests.fast_paths import assert_same
+from tests.test_linkexpress_extract import CATALOG, ORDERS
 
-ORDERS = ("S", "ORDERS")
-
-
-def _col(name, ordinal, source_type, length=None, precision=None, scale=None, key=0):
-    return MetadataColumn(
-        "S", "ORDERS", None, name, ordinal, source_type, length, precision, scale, key, True, "test"
-    )
-
-
-#: ORDERS(ID INTEGER, NAME VARCHAR(6), PRICE DECIMAL(5,2), QTY NUMERIC(3,0), SHIP_DATE DATE)
-CATALOG = {
-    ORDERS: [
-        _col("ID", 1, "INTEGER", key=1),
-        _col("NAME", 2, "VARCHAR", 6),
-        _col("PRICE", 3, "DECIMAL", precision=5, scale=2),
-        _col("QTY", 4, "NUMERIC", precision=3, scale=0),
-        _col("SHIP_DATE", 5, "DATE"),
-    ]
-}
 h = bytes.fromhex
 #: formats/linkexpress_extract.md, test vector of layout D: an insert of extraction id 3 (41
 #: bytes: length, valid count, extraction id, operation null indicator, operation, then the

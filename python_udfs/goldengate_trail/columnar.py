@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from python_udfs.byte_fields import Decline, binary, check, fixed, gather, u16, u32
 from python_udfs.goldengate_trail import decoder as ref
 from python_udfs.goldengate_trail.decoder import GHdr, IOType, TokenId, TransInd
 from python_udfs.records import DecodeResult
@@ -77,10 +78,6 @@ _INT_SIZES = {130: "i2", 131: "u2", 132: "i4", 133: "u4", 134: "i8", 135: "u8"}
 _NUMBER_TEXT_SUBTYPES = (2, 3, 27, 37)
 
 
-class _Decline(Exception):  # noqa: N818 - a signal, not an error: the reference path decodes
-    """The file holds something the fast path leaves to the reference path."""
-
-
 def decode_columnar(
     data: bytes,
     *,
@@ -106,27 +103,9 @@ def decode_columnar(
         return result
     try:
         _Walk(state, opts, result, start, start_index, final).run()
-    except _Decline:
+    except Decline:
         return None
     return result
-
-
-def _u16(buf: np.ndarray, pos: np.ndarray, order: str) -> np.ndarray:
-    """Read the u16 at every offset of ``pos`` in ``buf``, in byte order ``order``, as int64."""
-    hi, lo = (pos, pos + 1) if order == ">" else (pos + 1, pos)
-    return (buf[hi].astype(np.int64) << 8) | buf[lo]
-
-
-def _u32(buf: np.ndarray, pos: np.ndarray, order: str) -> np.ndarray:
-    """Read the u32 at every offset of ``pos`` in ``buf``, in byte order ``order``, as int64."""
-    first, second = _u16(buf, pos, order), _u16(buf, pos + 2, order)
-    return (first << 16 | second) if order == ">" else (second << 16 | first)
-
-
-def _check(ok: np.ndarray | bool) -> None:
-    """Decline the file unless every element of ``ok`` holds."""
-    if not np.all(ok):
-        raise _Decline
 
 
 def _walk_entries(
@@ -146,16 +125,16 @@ def _walk_entries(
     span, pos, end = span[live], pos[live], end[live]
     found: list[tuple[np.ndarray, ...]] = []
     while len(pos):
-        _check(pos + 4 <= end)
+        check(pos + 4 <= end)
         if tokens:
             ids, long = buf[pos].astype(np.int64), buf[pos + 1] == ref.LONG_LENGTH_INFO
             size = np.where(long, 6, 4)
-            _check(pos + size <= end)
-            length = np.where(long, _u32(buf, pos + 2, order), _u16(buf, pos + 2, order))
+            check(pos + size <= end)
+            length = np.where(long, u32(buf, pos + 2, order), u16(buf, pos + 2, order))
         else:
-            ids, size, length = _u16(buf, pos, order), 4, _u16(buf, pos + 2, order)
+            ids, size, length = u16(buf, pos, order), 4, u16(buf, pos + 2, order)
         value_end = pos + size + length
-        _check(value_end <= end)
+        check(value_end <= end)
         found.append((span, ids, pos + size, value_end))
         more = value_end < end
         span, pos, end = span[more], value_end[more], end[more]
@@ -187,35 +166,12 @@ def _first_of(entries: tuple[np.ndarray, ...], wanted: int, count: int) -> np.nd
     return spans
 
 
-def _gather(buf: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Concatenate the byte ranges ``[lo, hi)`` of ``buf``: ``(bytes, int64 offsets)``."""
-    lengths = hi - lo
-    offsets = np.zeros(len(lo) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    index = np.repeat(lo - offsets[:-1], lengths) + np.arange(offsets[-1])
-    return buf[index], offsets
-
-
-def _binary(buf: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> pa.Array:
-    """Return the byte ranges ``[lo, hi)`` of ``buf`` as one Arrow ``large_binary`` array."""
-    body, offsets = _gather(buf, lo, hi)
-    return pa.Array.from_buffers(
-        pa.large_binary(), len(lo), [None, pa.py_buffer(offsets), pa.py_buffer(body)]
-    )
-
-
 def _utf8(buf: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> pa.Array:
     """Decode the byte ranges from UTF-8; decline where one is not valid UTF-8."""
     try:
-        return _binary(buf, lo, hi).cast(pa.string())
+        return binary(buf, lo, hi).cast(pa.string())
     except pa.ArrowInvalid as exc:
-        raise _Decline from exc
-
-
-def _fixed(buf: np.ndarray, lo: np.ndarray, size: int, kind: str) -> np.ndarray:
-    """Read the ``size``-byte numbers at offsets ``lo`` as numpy dtype ``kind`` (``>i8``…)."""
-    rows = buf[lo[:, None] + np.arange(size)]
-    return np.ascontiguousarray(rows).view(kind).reshape(len(lo))
+        raise Decline from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +197,7 @@ def _python_values(data: bytes, lo: np.ndarray, hi: np.ndarray, col: _Column) ->
             try:
                 text = ref.column_value(col.column, payload, col.charset, col.opts)
             except Exception as exc:  # noqa: BLE001 - the reference path reports it
-                raise _Decline from exc
+                raise Decline from exc
             seen[payload] = text
         out.append(text)
     return pa.array(out, pa.string())
@@ -253,9 +209,9 @@ def _integers(
     """Render types 130–135 as :func:`decoder._integer_value` does, scaled by ``scale``."""
     kind, scale = _INT_SIZES[col.column.data_type], col.column.scale
     size = int(kind[1])
-    _check(hi - lo == size)
+    check(hi - lo == size)
     order = "<" if col.opts.get("column_int_order") == "<" else ">"
-    values = _fixed(buf, lo, size, order + kind).astype(kind)  # native order: Arrow's
+    values = fixed(buf, lo, size, order + kind).astype(kind)  # native order: Arrow's
     if scale < 0 or (kind[0] == "i" and (values == np.iinfo(values.dtype).min).any()):
         return _python_values(data, lo, hi, col)
     if scale == 0:
@@ -273,7 +229,7 @@ def _floats(buf: np.ndarray, data: bytes, lo: np.ndarray, hi: np.ndarray, col: _
     if len(sizes) != 1 or int(sizes[0]) not in (4, 8):
         return _python_values(data, lo, hi, col)
     size = int(sizes[0])
-    values = _fixed(buf, lo, size, ">f4" if size == 4 else ">f8")
+    values = fixed(buf, lo, size, ">f4" if size == 4 else ">f8")
     return pa.array([repr(v) for v in values.tolist()], pa.string())
 
 
@@ -289,9 +245,9 @@ def _text(buf: np.ndarray, data: bytes, lo: np.ndarray, hi: np.ndarray, col: _Co
         return _utf8(buf, lo, hi) if utf8 else _python_values(data, lo, hi, col)
     if not utf8 or column.sub_type in (*_NUMBER_TEXT_SUBTYPES, 4, 1):
         return _python_values(data, lo, hi, col)
-    _check(hi - lo >= 2)
-    length = _u16(buf, lo, ">")
-    _check(length <= hi - lo - 2)
+    check(hi - lo >= 2)
+    length = u16(buf, lo, ">")
+    check(length <= hi - lo - 2)
     return _utf8(buf, lo + 2, lo + 2 + length)
 
 
@@ -451,16 +407,16 @@ class _Walk:
         pos, size, starts = self.state.header_length, len(self.data), []
         while pos + 4 <= size:
             if data[pos] != TokenId.RECORD:
-                raise _Decline
+                raise Decline
             length = unpack(data, pos + 2)[0]
             if length < ref.MIN_RECORD_LENGTH:
-                raise _Decline
+                raise Decline
             if pos + length > size:
                 break
             starts.append(pos)
             pos += length
         if pos < size and self.final:
-            raise _Decline  # the reference rejects the truncated record
+            raise Decline  # the reference rejects the truncated record
         return starts, pos
 
     def _records(self) -> _Records:
@@ -472,13 +428,13 @@ class _Walk:
         """
         buf, order = self.buf, self.order
         starts = np.array(self._frames()[0], dtype=np.int64)
-        lengths = _u16(buf, starts + 2, order)
+        lengths = u16(buf, starts + 2, order)
         ends = starts + lengths
-        _check(buf[ends - 4] == TokenId.TRAILER)
-        _check(_u16(buf, ends - 2, order) == lengths)
+        check(buf[ends - 4] == TokenId.TRAILER)
+        check(u16(buf, ends - 2, order) == lengths)
         subtokens = _walk_entries(buf, starts + 4, ends - 4, order, tokens=True)
         header = _first_of(subtokens, TokenId.HEADER, len(starts))
-        _check(header[:, 1] - header[:, 0] >= _GHDR_SIZE)  # also: every record has its 'H'
+        check(header[:, 1] - header[:, 0] >= _GHDR_SIZE)  # also: every record has its 'H'
         ghdr = buf[header[:, :1] + np.arange(_GHDR_SIZE)]
         return _Records(
             starts,
@@ -496,11 +452,11 @@ class _Walk:
         segment (Continued = Y), and a ``D`` area whose length is not RecLength.
         """
         ghdr = records.ghdr
-        _check(ghdr["hdr_ind"] == b"E")
-        _check(np.isin(ghdr["io_type"], list(ref.IO_TYPES)))
-        _check(ghdr["continued"] == 0)
+        check(ghdr["hdr_ind"] == b"E")
+        check(np.isin(ghdr["io_type"], list(ref.IO_TYPES)))
+        check(ghdr["continued"] == 0)
         body = records.body
-        _check((body[:, 0] < 0) | (body[:, 1] - body[:, 0] == ghdr["rec_length"]))
+        check((body[:, 0] < 0) | (body[:, 1] - body[:, 0] == ghdr["rec_length"]))
 
     def _io_times(self, io_time: np.ndarray) -> pa.Array:
         """Render IO Time as :func:`decoder.julian_to_text` does (null where not positive).
@@ -528,7 +484,7 @@ class _Walk:
         try:
             texts = [ref.julian_to_text(v, overflow) if v > 0 else None for v in distinct.tolist()]
         except (ValueError, ArithmeticError) as exc:
-            raise _Decline from exc
+            raise Decline from exc
         merged = pa.concat_arrays([text, pa.array(texts, pa.string()).take(inverse.reshape(-1))])
         return merged.take(pa.array(_inverse(np.concatenate([np.flatnonzero(bulk), rest]))))
 
@@ -549,7 +505,7 @@ class _Walk:
         snapshots, metadata = self._read_tdrs(records, np.flatnonzero(is_metadata))
         epoch = np.cumsum(is_metadata) - is_metadata  # TDR records before each record
         heads = records.header
-        tails = _binary(self.buf, heads[:, 0] + _TABLE_REFERENCE_OFFSET, heads[:, 1])
+        tails = binary(self.buf, heads[:, 0] + _TABLE_REFERENCE_OFFSET, heads[:, 1])
         tails = tails.dictionary_encode()
         references = [ref._reference_at(t) for t in tails.dictionary.to_pylist()]
         changes = np.flatnonzero(~is_metadata)
@@ -579,7 +535,7 @@ class _Walk:
             if table is not None:
                 self.name_codes[row] = self.names.setdefault(table.name, len(self.names))
         unresolved = (self.table_of < 0) & ~is_metadata & (io_type != IOType.DDL)
-        _check(~(unresolved & (records.starts >= self.start)))
+        check(~(unresolved & (records.starts >= self.start)))
         return tables, tdr_index, metadata
 
     def _read_tdrs(self, records: _Records, rows: np.ndarray) -> tuple[list[tuple], dict]:
@@ -598,7 +554,7 @@ class _Walk:
             try:
                 metadata[row] = ref._metadata_record(state, self.data[hs:he], ds, de, origin)
             except Exception as exc:  # noqa: BLE001 - the reference path rejects it
-                raise _Decline from exc
+                raise Decline from exc
             snapshots.append((dict(state.tables), dict(state.tdrs)))
         return snapshots, metadata
 
@@ -670,7 +626,7 @@ class _Walk:
         long_row_id = (ids == TokenId.ROW_ID) & (ve - vs >= 18)
         bulk = np.flatnonzero(long_row_id | np.isin(ids, [TokenId.LOG_CSN, TokenId.TRAN_ID]))
         ends = np.where(long_row_id, vs + 18, ve)[bulk]
-        body, _offsets = _gather(self.buf, vs[bulk], ends)
+        body, _offsets = gather(self.buf, vs[bulk], ends)
         if (body >= 0x80).any():
             bulk = bulk[:0]  # a byte that is not ASCII: U+FFFD, as the reference writes it
         rest = np.setdiff1d(np.arange(len(ids)), bulk, assume_unique=True)
@@ -683,7 +639,7 @@ class _Walk:
         ]
         merged = pa.concat_arrays(
             [
-                _binary(self.buf, vs[bulk], ends[: len(bulk)]).cast(pa.string()),
+                binary(self.buf, vs[bulk], ends[: len(bulk)]).cast(pa.string()),
                 pa.array(texts, pa.string()),
             ]
         )
@@ -725,11 +681,11 @@ class _Walk:
         for code, length_size in _TWO_IMAGES.items():
             size[io_type == code] = length_size
         two = np.flatnonzero(size)
-        _check(de[two] - ds[two] >= size[two])
+        check(de[two] - ds[two] >= size[two])
         before_length = np.where(
-            size[two] == 4, _u32(self.buf, ds[two], self.order), _u16(self.buf, ds[two], self.order)
+            size[two] == 4, u32(self.buf, ds[two], self.order), u16(self.buf, ds[two], self.order)
         )
-        _check(size[two] + before_length <= de[two] - ds[two])
+        check(size[two] + before_length <= de[two] - ds[two])
         after_start = ds.copy()
         after_start[two] = ds[two] + size[two] + before_length
         return (
@@ -752,13 +708,13 @@ class _Walk:
         rows, before, lo, hi, table_of = self._image_spans(records, emitted)
         image, index, vs, ve = _walk_entries(self.buf, lo, hi, self.order, tokens=False)
         widths = np.array([len(t.columns) for t in tables] + [0], dtype=np.int64)
-        _check(index < widths[table_of[image]])
-        _check(ve - vs >= 2)
+        check(index < widths[table_of[image]])
+        check(ve - vs >= 2)
         _check_unique(image, index)
-        indicator = _u16(self.buf, vs, ">")
+        indicator = u16(self.buf, vs, ">")
         null = indicator == 0xFFFF
-        _check(null | (indicator == 0))
-        _check(~null | (ve - vs == 2))
+        check(null | (indicator == 0))
+        check(~null | (ve - vs == 2))
         bases = np.concatenate([[0], np.cumsum(widths[:-1])])
         column_id = bases[table_of[image]] + index
         keys = pa.array([c.name for t in tables for c in t.columns], pa.string())
@@ -822,13 +778,13 @@ class _Walk:
         fieldcomp = ghdr["io_type"] == IOType.FIELD_COMP
         before = np.flatnonzero(fieldcomp & (ghdr["before_after"] == b"B"))
         if len(before) and before[-1] == len(emitted) - 1:
-            _check(not self.final)  # the last before image waits for its after image
+            check(not self.final)  # the last before image waits for its after image
             before = before[:-1]
         after = before + 1
         codes = self.name_codes[emitted]
-        _check(fieldcomp[after] & (ghdr["before_after"][after] == b"A"))
-        _check(codes[after] == codes[before])
-        _check(ghdr["audit_pos"][after] == ghdr["audit_pos"][before])
+        check(fieldcomp[after] & (ghdr["before_after"][after] == b"A"))
+        check(codes[after] == codes[before])
+        check(ghdr["audit_pos"][after] == ghdr["audit_pos"][before])
         changes = ghdr["io_type"] != IOType.METADATA
         trans_ind, rba = ghdr["trans_ind"][changes], records.starts[emitted][changes]
         opens = trans_ind == TransInd.FIRST
@@ -840,8 +796,8 @@ class _Walk:
         ended_before = np.concatenate([[0], np.cumsum(closes)[:-1]]) > 0
         starts = (trans_ind == TransInd.FIRST) | (trans_ind == TransInd.ONLY)
         middles = (trans_ind == TransInd.MIDDLE) | (trans_ind == TransInd.LAST)
-        _check(~(starts & open_before))
-        _check(~(middles & ~open_before & ended_before))
+        check(~(starts & open_before))
+        check(~(middles & ~open_before & ended_before))
         if self.final and len(trans_ind) and open_after[-1]:
             rba_open = int(rba[last_event[-1]])
             self.result.warnings.append(ref.transaction_without_end(rba_open))
@@ -858,9 +814,9 @@ def _check_unique(owner: np.ndarray, ids: np.ndarray) -> None:
     deepest = int(np.bincount(owner).max())
     if deepest <= 8:  # a few entries each (GGS tokens): compare each with the ones before it
         for gap in range(1, deepest):
-            _check(~((owner[gap:] == owner[:-gap]) & (ids[gap:] == ids[:-gap])))
+            check(~((owner[gap:] == owner[:-gap]) & (ids[gap:] == ids[:-gap])))
         return
-    _check(len(np.unique(owner * 65536 + ids)) == len(owner))
+    check(len(np.unique(owner * 65536 + ids)) == len(owner))
 
 
 def _inverse(permutation: np.ndarray) -> np.ndarray:

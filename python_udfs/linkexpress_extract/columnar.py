@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from python_udfs.byte_fields import Decline, check, fixed, u16
 from python_udfs.linkexpress_extract import decoder as ref
 from python_udfs.linkexpress_extract.decoder import Item, Operation
 from python_udfs.records import DecodeResult, MetadataColumn
@@ -43,16 +44,6 @@ _EACH_KINDS = ("DATE", "TIME", "TIMESTAMP", "INTERVAL")
 #: Zero bytes after the file's bytes: a record's fields may be read past a short last record
 #: (the reference reads them too, then rejects the record).
 _PAD = 16
-
-
-class _Decline(Exception):  # noqa: N818 - a signal, not an error: the reference path decodes
-    """The file holds something the fast path leaves to the reference path."""
-
-
-def _check(ok: np.ndarray | bool) -> None:
-    """Decline the file unless every element of ``ok`` holds."""
-    if not np.all(ok):
-        raise _Decline
 
 
 def decode_columnar(
@@ -80,21 +71,9 @@ def decode_columnar(
         return None
     try:
         _Walk(data, settled, file_name, file_table, opts, result).run()
-    except _Decline:
+    except Decline:
         return None
     return result
-
-
-def _u16(buf: np.ndarray, pos: np.ndarray, order: str) -> np.ndarray:
-    """Read the u16 at every offset of ``pos``, in byte order ``order``, as int64."""
-    hi, lo = (pos, pos + 1) if order == ">" else (pos + 1, pos)
-    return (buf[hi].astype(np.int64) << 8) | buf[lo]
-
-
-def _i32(buf: np.ndarray, pos: np.ndarray, order: str) -> np.ndarray:
-    """Read the signed 32-bit integer at every offset of ``pos`` in byte order ``order``."""
-    cells = buf[pos[:, None] + np.arange(4)]
-    return np.ascontiguousarray(cells).view(order + "i4").reshape(len(pos)).astype(np.int64)
 
 
 class _Walk:
@@ -147,7 +126,7 @@ class _Walk:
         try:
             outcode = ref.choose_outcode(records, self.opts, self.order)
         except ValueError as exc:
-            raise _Decline from exc
+            raise Decline from exc
         if str(self.opts["outcode"]).lower() == "auto":
             self.result.warnings.append(f"outcode detected: {outcode}")
         return outcode
@@ -165,14 +144,14 @@ class _Walk:
         pos, starts = 0, []
         while pos < size:
             if pos + 4 > size:
-                raise _Decline
+                raise Decline
             total = unpack(data, pos)[0] + extra
             if total < minimum or pos + total > size:
-                raise _Decline
+                raise Decline
             starts.append(pos)
             pos += total
         first = np.array(starts, dtype=np.int64)
-        return first, first + _i32(self.buf, first, self.order) + extra
+        return first, first + fixed(self.buf, first, 4, self.order + "i4").astype(np.int64) + extra
 
     def _fields(self, starts: np.ndarray, ends: np.ndarray) -> dict[str, np.ndarray]:
         """Read every record's fields before its items (:meth:`decoder._File._fields`).
@@ -186,32 +165,32 @@ class _Walk:
         cursor = starts + 4
         valid, commit, ext = np.full(n, -1), np.zeros(n, bool), np.full(n, -1)
         if letter in "CDE":
-            valid, cursor = _u16(buf, cursor, order), cursor + 2
+            valid, cursor = u16(buf, cursor, order), cursor + 2
         if letter in "DE":
             commit = valid == 1
             at = cursor[commit] + (2 if letter == "D" else 0)
-            _check(_u16(buf, cursor[commit], order) == 0 if letter == "D" else True)
-            _check(_u16(buf, at, order) == Operation.COMMIT)
-            _check(at + 2 == ends[commit])
-            ext = np.where(commit, -1, _u16(buf, cursor, order))
+            check(u16(buf, cursor[commit], order) == 0 if letter == "D" else True)
+            check(u16(buf, at, order) == Operation.COMMIT)
+            check(at + 2 == ends[commit])
+            ext = np.where(commit, -1, u16(buf, cursor, order))
             cursor = np.where(commit, ends, cursor + 2)
         if letter in "CD":
-            _check((_u16(buf, cursor, order) == 0) | commit)
+            check((u16(buf, cursor, order) == 0) | commit)
             cursor = np.where(commit, ends, cursor + 2)
-        op = np.where(commit, Operation.COMMIT, _u16(buf, cursor, order))
+        op = np.where(commit, Operation.COMMIT, u16(buf, cursor, order))
         cursor = np.where(commit, ends, cursor + 2)
         known = [o for o in ref.OPERATIONS if o != Operation.COMMIT]
         if letter == "C":
             known = [
                 o for o in known if o not in (Operation.FULL_EXTRACT, Operation.EMPTY_FULL_EXTRACT)
             ]
-        _check(np.isin(op, known) | commit)
+        check(np.isin(op, known) | commit)
         empty = op == Operation.EMPTY_FULL_EXTRACT
-        _check(cursor[empty] == ends[empty])
+        check(cursor[empty] == ends[empty])
         if letter in "CDE":
-            _check(valid[empty] == (2 if letter in "DE" else 1))
+            check(valid[empty] == (2 if letter in "DE" else 1))
         rows = np.isin(op, ref.ROW_OPERATIONS)
-        _check(~(empty.any() & rows.any()))  # the reference rejects the marker among rows
+        check(~(empty.any() & rows.any()))  # the reference rejects the marker among rows
         return {
             "valid": valid,
             "commit": commit,
@@ -237,17 +216,17 @@ class _Walk:
         for number in np.unique(by_table[~commit]).tolist():
             members = np.flatnonzero((by_table == number) & ~commit)
             if number:
-                _check(number in settled.tables)
+                check(number in settled.tables)
                 key, items = settled.tables[number]
             else:
                 key, items = self.file_table, settled.file_items
-                _check(items is not None)
+                check(items is not None)
             for i in members.tolist():
                 keys[i] = key
             with_items = members[op[members] != Operation.EMPTY_FULL_EXTRACT]
             if letter in "CDE":
                 fixed = 2 if letter in "DE" else 1
-                _check(fields["valid"][with_items] == len(items) + fixed)
+                check(fields["valid"][with_items] == len(items) + fixed)
             if len(with_items):
                 groups.append((items, with_items))
         return groups, keys
@@ -266,18 +245,18 @@ class _Walk:
         for item in items:
             null = np.zeros(len(cursor), dtype=bool)
             if layout.null_indicators:
-                _check(cursor + 2 <= end)
-                indicator = _u16(buf, cursor, order)
-                _check((indicator == 0) | (indicator == 0xFFFF))
+                check(cursor + 2 <= end)
+                indicator = u16(buf, cursor, order)
+                check((indicator == 0) | (indicator == 0xFFFF))
                 null, cursor = indicator == 0xFFFF, cursor + 2
             if item.kind in ("VARCHAR", "NVARCHAR"):
                 values, cursor = self._varchar(item, cursor, end, null)
             else:
                 start, cursor = cursor, cursor + item.normal_size()
-                _check(cursor <= end)
+                check(cursor <= end)
                 values = self._fixed(item, reader, start, null)
             out.append(values)
-        _check(cursor == end)
+        check(cursor == end)
         return out
 
     def _varchar(
@@ -285,18 +264,18 @@ class _Walk:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Read a VARCHAR or NCHAR VARYING item of every record (:meth:`decoder._Reader._read_varchar`)."""
         padded = self.layout.varchar_padded
-        _check(cursor + 2 <= end)
-        count = _u16(self.buf, cursor, self.order)
+        check(cursor + 2 <= end)
+        count = u16(self.buf, cursor, self.order)
         if padded:
             count = np.where(null, 0, count)  # a padded NULL item keeps its size
         if item.length_in_bytes:
-            _check(count % 2 == 0)
+            check(count % 2 == 0)
             count = count // 2
-        _check(count <= item.n)
+        check(count <= item.n)
         unit = 2 if item.kind == "NVARCHAR" else 1
         start = cursor + 2
         cursor = start + unit * (item.n if padded else count)
-        _check(cursor <= end)
+        check(cursor <= end)
         data, kind = self.data, item.kind
         values = np.empty(len(start), dtype=object)
         values[:] = [
@@ -319,7 +298,7 @@ class _Walk:
             cells = distinct.view(np.uint8).reshape(len(distinct), size)
         block = ref._Block(cells, self.order, str(self.opts["zoned_sign"]), reader)
         read, valid = ref._NUMPY_READERS[item.kind](block, item, 0, size)
-        _check(valid)
+        check(valid)
         read = _pairs(read)
         values[keep] = read if inverse is None else read[inverse.reshape(-1)]
         return values
@@ -414,5 +393,5 @@ def _rendered(values: np.ndarray, item: Item, char: str, nchar: str, rtrim: bool
                 value = text
             out.append(value)
     except Exception as exc:  # noqa: BLE001 - undecodable bytes: the reference rejects the record
-        raise _Decline from exc
+        raise Decline from exc
     return pa.array(out, pa.string())

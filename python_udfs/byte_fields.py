@@ -1,0 +1,62 @@
+"""Fields at many offsets of a file's bytes, read at once with numpy (issue 47).
+
+The shared readers of the decoders' fast paths (``goldengate_trail/columnar.py``,
+``linkexpress_extract/columnar.py``): ``buf`` is the file as a ``uint8`` array, ``pos`` an
+``int64`` array of byte offsets, ``order`` ``">"`` (big-endian) or ``"<"``. A fast path that
+meets anything it does not read in bulk raises :class:`Decline` (through :func:`check`), and
+its format's per-record decoder, the reference, reads the file instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+
+class Decline(Exception):  # noqa: N818 - a signal, not an error: the reference path decodes
+    """The file holds something the fast path leaves to the per-record reference path."""
+
+
+def check(ok: np.ndarray | bool) -> None:
+    """Raise :class:`Decline` unless every element of ``ok`` holds."""
+    if not np.all(ok):
+        raise Decline
+
+
+def u16(buf: np.ndarray, pos: np.ndarray, order: str) -> np.ndarray:
+    """Read the u16 at every offset of ``pos`` in ``buf``, in byte order ``order``, as int64."""
+    hi, lo = (pos, pos + 1) if order == ">" else (pos + 1, pos)
+    return (buf[hi].astype(np.int64) << 8) | buf[lo]
+
+
+def u32(buf: np.ndarray, pos: np.ndarray, order: str) -> np.ndarray:
+    """Read the u32 at every offset of ``pos`` in ``buf``, in byte order ``order``, as int64."""
+    first, second = u16(buf, pos, order), u16(buf, pos + 2, order)
+    return (first << 16 | second) if order == ">" else (second << 16 | first)
+
+
+def fixed(buf: np.ndarray, pos: np.ndarray, size: int, kind: str) -> np.ndarray:
+    """Read the ``size``-byte numbers at offsets ``pos`` as numpy dtype ``kind`` (``>i8``…).
+
+    The result keeps ``kind``'s byte order: ``astype`` a native dtype before handing it to
+    Arrow, which refuses byte-swapped arrays.
+    """
+    cells = buf[pos[:, None] + np.arange(size)]
+    return np.ascontiguousarray(cells).view(kind).reshape(len(pos))
+
+
+def gather(buf: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate the byte ranges ``[lo, hi)`` of ``buf``: ``(bytes, int64 offsets)``."""
+    lengths = hi - lo
+    offsets = np.zeros(len(lo) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    index = np.repeat(lo - offsets[:-1], lengths) + np.arange(offsets[-1])
+    return buf[index], offsets
+
+
+def binary(buf: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> pa.Array:
+    """Return the byte ranges ``[lo, hi)`` of ``buf`` as one Arrow ``large_binary`` array."""
+    body, offsets = gather(buf, lo, hi)
+    return pa.Array.from_buffers(
+        pa.large_binary(), len(lo), [None, pa.py_buffer(offsets), pa.py_buffer(body)]
+    )
