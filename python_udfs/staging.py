@@ -573,7 +573,7 @@ def file_tables(
 
 
 def _ascending(offsets: pa.ChunkedArray) -> bool:
-    """Whether ``offsets`` never go down (nulls first count as down): a decoder's usual order.
+    """Whether ``offsets`` never go down, a decoder's usual order (a null counts as out of order).
 
     Sorting a table that is in order already would copy every column (maps and lists too).
     """
