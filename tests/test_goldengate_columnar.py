@@ -136,8 +136,8 @@ def test_what_the_fast_path_leaves_to_the_reference(samples_gg, tmp_path):
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_damaged_trails_decode_the_same_by_both_paths(samples_gg, data):
-    """Bytes flipped, set, cut or inserted anywhere in a real trail: staging's decode with the
-    fast path allowed gives what the reference gives, rejects included."""
+    """Bytes flipped, set, cut or inserted anywhere in a real trail: the fast path declines or
+    gives what the reference gives, rejects included, and so does staging's decode."""
     name = data.draw(st.sampled_from(["tc000000", "tr000000000"]))
     source, defs = samples_gg[name]
     mutated = bytearray(source)
@@ -153,12 +153,30 @@ def test_damaged_trails_decode_the_same_by_both_paths(samples_gg, data):
         else:
             mutated[at:at] = bytes(data.draw(st.binary(min_size=1, max_size=4)))
     final = data.draw(st.booleans())
+    fast, reference = both(bytes(mutated), file_name=name, definitions=defs, final=final)
+    if fast is not None:  # an exception of the fast path fails the test here
+        assert_same(fast, reference)
     context = {"definitions": defs, "options": {}}
-    fast, reference = (
+    staged, reference = (
         spec.decode(bytes(mutated), FileToDecode(name, context, 0, 0, None, final, columnar))
         for columnar in (True, False)
     )
-    assert_same(fast, reference)
+    assert_same(staged, reference)
+
+
+def test_a_fast_path_that_fails_leaves_the_trail_to_the_reference(samples_gg, monkeypatch):
+    """A bug of the fast path (an exception) costs speed, never the file's rows."""
+    data, defs = samples_gg["tc000000"]
+
+    def failing(*args, **kwargs):
+        raise IndexError("a bug")
+
+    monkeypatch.setattr(columnar, "decode_columnar", failing)
+    context = {"definitions": defs, "options": {}}
+    result = spec.decode(data, FileToDecode("tc000000", context, 0, 0, None, True, True))
+    reference = decode_trail_file(data, file_name="tc000000", definitions=defs, final=True)
+    assert result.rows and result.table is None
+    assert_same(result, reference)
 
 
 def test_values_of_every_kind_render_as_the_reference_renders_them():

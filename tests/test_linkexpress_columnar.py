@@ -128,3 +128,24 @@ def test_every_simulated_group_file_takes_the_fast_path(tmp_path):
         )
         assert fast is not None and reference.rows and not reference.rejects, path
         assert_same(fast, reference, "raw_linkexpress_extract")
+
+
+def test_a_fast_path_that_fails_leaves_the_file_to_the_reference(monkeypatch):
+    """A bug of the fast path (an exception) costs speed, never the file's rows."""
+
+    def failing(*args, **kwargs):
+        raise IndexError("a bug")
+
+    monkeypatch.setattr(columnar, "decode_columnar", failing)
+    data = INSERT + INSERT + COMMIT
+    context = {"catalog": CATALOG, "extraction_ids": {3: ORDERS}, "options": {"unit": "group"}}
+    result = spec.decode(data, FileToDecode("G.dat", context, 0, 0, None, True, True))
+    assert len(result.rows) == 3 and result.table is None
+    reference = decode_extract_file(
+        data,
+        file_name="G.dat",
+        catalog=CATALOG,
+        extraction_ids={3: ORDERS},
+        options={"unit": "group"},
+    )
+    assert_same(result, reference, "raw_linkexpress_extract")
