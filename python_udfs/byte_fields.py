@@ -35,8 +35,10 @@ def u32(buf: np.ndarray, pos: np.ndarray, order: str) -> np.ndarray:
     return (first << 16 | second) if order == ">" else (second << 16 | first)
 
 
-def fixed(buf: np.ndarray, pos: np.ndarray, size: int, kind: str) -> np.ndarray:
-    """Read the ``size``-byte numbers at offsets ``pos`` as numpy dtype ``kind`` (``>i8``…).
+def fixed(buf: np.ndarray, pos: np.ndarray, size: int, kind: str | np.dtype) -> np.ndarray:
+    """Read the ``size``-byte values at offsets ``pos`` as numpy dtype ``kind`` (``>i8``…).
+
+    ``kind`` may be a structured dtype of ``size`` bytes (a record header's fields).
 
     The result keeps ``kind``'s byte order: ``astype`` a native dtype before handing it to
     Arrow, which refuses byte-swapped arrays.

@@ -34,6 +34,30 @@ PROVENANCE: tuple[tuple[str, pa.DataType], ...] = (
 )
 
 
+def fast_or_reference(
+    fast: Callable[..., DecodeResult | None],
+    reference: Callable[..., DecodeResult],
+    content: bytes,
+    columnar: bool,
+    **arguments: Any,
+) -> DecodeResult:
+    """Decode ``content`` by a format's fast path, or by its per-record reference.
+
+    With ``columnar`` (:attr:`FileToDecode.columnar`) ``fast`` decodes first; when it leaves
+    the file to the reference (returns None) or raises (a bug, which the fast path's tests
+    see: it must cost speed, never the file's rows), and without ``columnar``, ``reference``
+    decodes it (issue 47, ADR 0029). Both take ``content`` and the same keyword ``arguments``.
+    """
+    if columnar:
+        try:
+            result = fast(content, **arguments)
+        except Exception:  # noqa: BLE001 - the reference reads the file instead
+            result = None
+        if result is not None:
+            return result
+    return reference(content, **arguments)
+
+
 @dataclass(frozen=True, slots=True)
 class FileToDecode:
     """What a format's ``decode`` gets besides the file's bytes.

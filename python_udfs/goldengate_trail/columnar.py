@@ -397,8 +397,8 @@ class _Walk:
             last = emitted[-1]
             result.consumed_end = int(records.starts[last] + records.lengths[last])
 
-    def _frames(self) -> tuple[list[int], int]:
-        """Follow the record lengths from the file header: ``(record starts, where they stop)``.
+    def _frames(self) -> list[int]:
+        """Follow the record lengths from the file header: the records' starts.
 
         Declines at a record that is not a ``G`` or is shorter than 8 bytes. A last record
         the file does not hold whole is left for the next run, or declined when final.
@@ -417,7 +417,7 @@ class _Walk:
             pos += length
         if pos < size and self.final:
             raise Decline  # the reference rejects the truncated record
-        return starts, pos
+        return starts
 
     def _records(self) -> _Records:
         """Frame every record, check its trailer, and find its ``H``, ``D`` and ``T`` spans.
@@ -427,7 +427,7 @@ class _Walk:
         :func:`decoder._record_parts`, :func:`decoder._header_row` reject those).
         """
         buf, order = self.buf, self.order
-        starts = np.array(self._frames()[0], dtype=np.int64)
+        starts = np.array(self._frames(), dtype=np.int64)
         lengths = u16(buf, starts + 2, order)
         ends = starts + lengths
         check(buf[ends - 4] == TokenId.TRAILER)
@@ -435,11 +435,10 @@ class _Walk:
         subtokens = _walk_entries(buf, starts + 4, ends - 4, order, tokens=True)
         header = _first_of(subtokens, TokenId.HEADER, len(starts))
         check(header[:, 1] - header[:, 0] >= _GHDR_SIZE)  # also: every record has its 'H'
-        ghdr = buf[header[:, :1] + np.arange(_GHDR_SIZE)]
         return _Records(
             starts,
             lengths,
-            np.ascontiguousarray(ghdr).view(_GHDR_DTYPES[order]).reshape(len(starts)),
+            fixed(buf, header[:, 0], _GHDR_SIZE, _GHDR_DTYPES[order]),
             header,
             _first_of(subtokens, TokenId.DATA, len(starts)),
             _first_of(subtokens, TokenId.TOKENS, len(starts)),

@@ -12,7 +12,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from python_udfs.feed_format import BOOL, I32, I64, STR, STR_LIST, STR_MAP, FeedFormat, FileToDecode
+from python_udfs.feed_format import (
+    BOOL,
+    I32,
+    I64,
+    STR,
+    STR_LIST,
+    STR_MAP,
+    FeedFormat,
+    FileToDecode,
+    fast_or_reference,
+)
 from python_udfs.linkexpress_extract import columnar, decoder
 from python_udfs.records import ConfigError, DecodeResult
 
@@ -167,14 +177,9 @@ def decode(content: bytes, file: FileToDecode) -> DecodeResult:
         ),
         "options": file.context["options"],
     }
-    if file.columnar:
-        try:
-            result = columnar.decode_columnar(content, **arguments)
-        except Exception:  # noqa: BLE001 - a fast-path bug must not cost the file: the reference reads it
-            result = None
-        if result is not None:
-            return result
-    return decoder.decode_extract_file(content, **arguments)
+    return fast_or_reference(
+        columnar.decode_columnar, decoder.decode_extract_file, content, file.columnar, **arguments
+    )
 
 
 FEED_FORMAT = FeedFormat(
