@@ -397,14 +397,14 @@ class _Walk:
             last = emitted[-1]
             result.consumed_end = int(records.starts[last] + records.lengths[last])
 
-    def _frames(self) -> list[int]:
-        """Follow the record lengths from the file header: the records' starts.
+    def _frames(self) -> tuple[np.ndarray, np.ndarray]:
+        """Follow the record lengths from the file header: ``(record starts, record lengths)``.
 
         Declines at a record that is not a ``G`` or is shorter than 8 bytes. A last record
         the file does not hold whole is left for the next run, or declined when final.
         """
         data, unpack = self.data, self.state.u16.unpack_from
-        pos, size, starts = self.state.header_length, len(self.data), []
+        pos, size, starts, lengths = self.state.header_length, len(self.data), [], []
         while pos + 4 <= size:
             if data[pos] != TokenId.RECORD:
                 raise Decline
@@ -414,10 +414,11 @@ class _Walk:
             if pos + length > size:
                 break
             starts.append(pos)
+            lengths.append(length)
             pos += length
         if pos < size and self.final:
             raise Decline  # the reference rejects the truncated record
-        return starts
+        return np.array(starts, dtype=np.int64), np.array(lengths, dtype=np.int64)
 
     def _records(self) -> _Records:
         """Frame every record, check its trailer, and find its ``H``, ``D`` and ``T`` spans.
@@ -427,8 +428,7 @@ class _Walk:
         :func:`decoder._record_parts`, :func:`decoder._header_row` reject those).
         """
         buf, order = self.buf, self.order
-        starts = np.array(self._frames(), dtype=np.int64)
-        lengths = u16(buf, starts + 2, order)
+        starts, lengths = self._frames()
         ends = starts + lengths
         check(buf[ends - 4] == TokenId.TRAILER)
         check(u16(buf, ends - 2, order) == lengths)

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from python_udfs.byte_fields import Decline, check, fixed, u16
+from python_udfs.byte_fields import Decline, check, u16
 from python_udfs.linkexpress_extract import decoder as ref
 from python_udfs.linkexpress_extract.decoder import Item, Operation
 from python_udfs.records import DecodeResult, MetadataColumn
@@ -141,7 +141,7 @@ class _Walk:
         unpack = struct.Struct(self.order + "i").unpack_from
         extra = 4 if layout.basis == "exclusive" else 0
         minimum = ref._MINIMUM_RECORD[layout.letter in "AB"]
-        pos, starts = 0, []
+        pos, starts, ends = 0, [], []
         while pos < size:
             if pos + 4 > size:
                 raise Decline
@@ -150,8 +150,8 @@ class _Walk:
                 raise Decline
             starts.append(pos)
             pos += total
-        first = np.array(starts, dtype=np.int64)
-        return first, first + fixed(self.buf, first, 4, self.order + "i4").astype(np.int64) + extra
+            ends.append(pos)
+        return np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
 
     def _fields(self, starts: np.ndarray, ends: np.ndarray) -> dict[str, np.ndarray]:
         """Read every record's fields before its items (:meth:`decoder._File._fields`).
@@ -169,7 +169,8 @@ class _Walk:
         if letter in "DE":
             commit = valid == 1
             at = cursor[commit] + (2 if letter == "D" else 0)
-            check(u16(buf, cursor[commit], order) == 0 if letter == "D" else True)
+            if letter == "D":  # the commit's operation null indicator
+                check(u16(buf, cursor[commit], order) == 0)
             check(u16(buf, at, order) == Operation.COMMIT)
             check(at + 2 == ends[commit])
             ext = np.where(commit, -1, u16(buf, cursor, order))
@@ -224,9 +225,9 @@ class _Walk:
             for i in members.tolist():
                 keys[i] = key
             with_items = members[op[members] != Operation.EMPTY_FULL_EXTRACT]
-            if letter in "CDE":
-                fixed = 2 if letter in "DE" else 1
-                check(fields["valid"][with_items] == len(items) + fixed)
+            if letter in "CDE":  # the items, the operation and (group unit) the extraction id
+                counted = 2 if letter in "DE" else 1
+                check(fields["valid"][with_items] == len(items) + counted)
             if len(with_items):
                 groups.append((items, with_items))
         return groups, keys
@@ -350,17 +351,15 @@ class _Walk:
         names = pa.array(
             [[i.name for i in items] for items, _rows in groups], pa.list_(pa.string())
         )
-        if not entries:
-            empty = pa.array([], pa.string())
-            data = pa.MapArray.from_arrays(
-                offsets.astype(np.int32), empty, empty, mask=pa.array(group_of < 0)
-            )
-            return {"column_names": names.take(pa.array(group_of, mask=group_of < 0)), "data": data}
-        slots = np.concatenate([offsets[rows] + position for rows, position, _n, _v in entries])
-        keys = pa.concat_arrays(
-            [pa.array([name] * len(rows), pa.string()) for rows, _p, name, _v in entries]
+        empty = pa.array([], pa.string())  # a file of commits and empty extracts has no items
+        slots = np.concatenate(
+            [np.zeros(0, np.int64)]
+            + [offsets[rows] + position for rows, position, _n, _v in entries]
         )
-        values = pa.concat_arrays([v for *_rest, v in entries])
+        keys = pa.concat_arrays(
+            [empty] + [pa.array([name] * len(rows), pa.string()) for rows, _p, name, _v in entries]
+        )
+        values = pa.concat_arrays([empty] + [v for *_rest, v in entries])
         order = pa.array(np.argsort(slots, kind="stable"))
         data = pa.MapArray.from_arrays(
             pa.array(offsets.astype(np.int32)),
@@ -371,7 +370,7 @@ class _Walk:
         return {"column_names": names.take(pa.array(group_of, mask=group_of < 0)), "data": data}
 
 
-def _pairs(values: list) -> list:
+def _pairs(values: list) -> np.ndarray:
     """Return ``(kind, bytes)`` text values as an object array (numpy keeps each pair whole)."""
     out = np.empty(len(values), dtype=object)
     out[:] = values
