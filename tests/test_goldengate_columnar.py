@@ -228,9 +228,10 @@ def _header() -> bytes:
     return b"F\x00\x00\x08" + b"Z\x00\x00\x08"
 
 
-def _record(entries: bytes, io_type=5, trans_ind=3, name=b"S.T", **ghdr) -> bytes:
+def _record(entries: bytes, io_type=5, trans_ind=3, name=b"S.T", tokens=b"", **ghdr) -> bytes:
     """One big-endian ``G`` record of table ``name`` with data area ``entries``.
 
+    ``tokens`` is the GGS token area (none when empty).
     ``ghdr`` overrides ``before_after`` (b"A"), ``audit_pos`` (42) and ``continued`` (0).
     """
     fields = {"before_after": b"A", "audit_pos": 42, "continued": 0, **ghdr}
@@ -255,6 +256,8 @@ def _record(entries: bytes, io_type=5, trans_ind=3, name=b"S.T", **ghdr) -> byte
     )
     body = b"H\x00" + struct.pack(">H", len(header) + len(name) + 1) + header + name + b"\x00"
     body += b"D\x00" + struct.pack(">H", len(entries)) + entries
+    if tokens:
+        body += b"T\x00" + struct.pack(">H", len(tokens)) + tokens
     length = 4 + len(body) + 4
     return b"G\x01" + struct.pack(">H", length) + body + b"Z\x01" + struct.pack(">H", length)
 
@@ -318,3 +321,30 @@ def test_a_record_the_reference_rejects_or_reassembles_leaves_the_file_to_it(cas
     )
     well_formed = _header() + _record(_KEY + _NAME) + _record(_KEY + _entry(1, None))
     assert both(well_formed, definitions=definitions, final=True)[0] is not None
+
+
+def _token(token_id: bytes, value: bytes) -> bytes:
+    return token_id + b"\x00" + struct.pack(">H", len(value)) + value
+
+
+def test_gg_s_tokens_render_as_the_reference_renders_them():
+    """ASCII ``R``, ``L`` and ``6`` tokens by Arrow, the rest (a short row id, hex tokens)
+    value by value; a byte that is not ASCII in any text token turns every token of the file
+    to the reference's rendering (U+FFFD), whether or not the bytes are UTF-8."""
+    from python_udfs.goldengate_trail.decoder import GGColumn, GGTable
+
+    definitions = {"S.T": GGTable("S.T", [GGColumn("ID", 0, 134, 8, 0, 0, 0, 0, True)])}
+    key = _entry(0, struct.pack(">q", 1))
+    plain = [
+        _token(b"R", b"AAAS00000000000001\x00\x01") + _token(b"L", b"42") + _token(b"6", b"1.2.3"),
+        _token(b"R", b"AAB\x00\x01") + _token(b"t", b"") + _token(b"X", b"\x01\xff"),
+    ]
+    for odd in (b"\xc3\xa9", b"\xff"):  # UTF-8 é, and a byte that is no UTF-8
+        for tokens in (plain, plain + [_token(b"L", b"4" + odd)]):
+            data = _header() + b"".join(
+                _record(key, trans_ind=0 if i == 0 else 1, tokens=t) for i, t in enumerate(tokens)
+            )
+            fast, reference = both(data, definitions=definitions, final=False)
+            assert fast is not None and len(reference.rows) == len(tokens)
+            assert_same(fast, reference)
+    assert reference.rows[-1]["token_log_csn"] == "4\ufffd"

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from python_udfs.byte_fields import Decline, binary, check, fixed, gather, u16, u32
+from python_udfs.byte_fields import Decline, binary, check, fixed, u16, u32
 from python_udfs.goldengate_trail import decoder as ref
 from python_udfs.goldengate_trail.decoder import GHdr, IOType, TokenId, TransInd
 from python_udfs.records import DecodeResult
@@ -625,9 +625,10 @@ class _Walk:
         long_row_id = (ids == TokenId.ROW_ID) & (ve - vs >= 18)
         bulk = np.flatnonzero(long_row_id | np.isin(ids, [TokenId.LOG_CSN, TokenId.TRAN_ID]))
         ends = np.where(long_row_id, vs + 18, ve)[bulk]
-        body, _offsets = gather(self.buf, vs[bulk], ends)
-        if (body >= 0x80).any():
-            bulk = bulk[:0]  # a byte that is not ASCII: U+FFFD, as the reference writes it
+        text = binary(self.buf, vs[bulk], ends)
+        body = text.buffers()[2]  # the values' bytes, one after the other
+        if body is not None and (np.frombuffer(body, np.uint8) >= 0x80).any():
+            bulk, text = bulk[:0], text[:0]  # not ASCII: U+FFFD, as the reference writes it
         rest = np.setdiff1d(np.arange(len(ids)), bulk, assume_unique=True)
         data = self.data
         texts = [
@@ -636,12 +637,7 @@ class _Walk:
                 ids[rest].tolist(), vs[rest].tolist(), ve[rest].tolist(), strict=True
             )
         ]
-        merged = pa.concat_arrays(
-            [
-                binary(self.buf, vs[bulk], ends[: len(bulk)]).cast(pa.string()),
-                pa.array(texts, pa.string()),
-            ]
-        )
+        merged = pa.concat_arrays([text.cast(pa.string()), pa.array(texts, pa.string())])
         return merged.take(pa.array(_inverse(np.concatenate([bulk, rest]))))
 
     def _table_columns(
