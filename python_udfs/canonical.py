@@ -70,6 +70,62 @@ def canonical_decimal(value: object, scale: int) -> str:
     ``value`` is text (``"1.5"``), ``int``, or :class:`decimal.Decimal`. A value with more
     significant fraction digits than ``scale`` raises ValueError: it is never rounded
     (formats/qlik_change_tables.md, *Bad input*). Trailing zeros beyond the scale are accepted.
+
+    The common inputs (ASCII decimal text, ``int``, a ``Decimal`` whose ``str`` has no
+    exponent; ``scale`` at least 0) are rendered from their digits as text
+    (:func:`_scaled_text`) rather than by :class:`~decimal.Decimal` arithmetic; anything else,
+    and every value with more fraction digits than ``scale``, goes through
+    :func:`_decimal_by_quantize`, which raises the errors.
+    """
+    if scale >= 0 and not isinstance(value, bool | float):
+        # an int's or a Decimal's str is such text too, unless the Decimal is written with an
+        # exponent (1E-7) or is not finite: those go the slow way
+        text = _decimal_text(str(value).strip(), scale)
+        if text is not None:
+            return text
+    return _decimal_by_quantize(value, scale)
+
+
+def _decimal_text(text: str, scale: int) -> str | None:
+    """Render ASCII decimal text by :func:`_scaled_text`, or return ``None`` for other text.
+
+    ``text`` is ``[+-]digits[.digits]`` or ``[+-].digits``; anything else (non-ASCII digits,
+    which :class:`~decimal.Decimal` reads too, exponents, names) gives ``None``.
+    """
+    if not text.isascii():
+        return None
+    match = _DECIMAL_RE.fullmatch(text)
+    if match is None:
+        return None
+    whole, fraction, bare_fraction = match.groups()
+    fraction = fraction or bare_fraction or ""
+    return _scaled_text(text[0] == "-", (whole or "") + fraction, -len(fraction), scale)
+
+
+def _scaled_text(negative: bool, digits: str, exponent: int, scale: int) -> str | None:
+    """Render ``±digits × 10**exponent`` with ``scale`` fraction digits (``scale`` >= 0).
+
+    ``digits`` are ASCII decimal digits, leading zeros allowed. Returns ``None`` when the value
+    has more significant fraction digits than ``scale``: the caller then raises.
+    """
+    drop = -exponent - scale  # fraction digits beyond the scale: zeros, or not representable
+    if drop > 0:
+        kept = max(len(digits) - drop, 0)
+        if digits[kept:].strip("0"):
+            return None
+        digits = digits[:kept]
+    else:
+        digits += "0" * -drop
+    digits = digits.lstrip("0").rjust(scale + 1, "0")
+    sign = "-" if negative and digits.strip("0") else ""  # a negative zero is zero
+    return sign + (digits[:-scale] + "." + digits[-scale:] if scale else digits)
+
+
+def _decimal_by_quantize(value: object, scale: int) -> str:
+    """Render :func:`canonical_decimal` by :class:`~decimal.Decimal` arithmetic, for any input.
+
+    Every scale; raises ValueError for what is not a decimal of at most ``scale`` fraction
+    digits.
     """
     if isinstance(value, bool):
         raise ValueError(f"boolean {value!r} is not a decimal")

@@ -2,10 +2,11 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from python_udfs.canonical import (
+    _decimal_by_quantize,
     canonical_decimal,
     canonical_qlik_value,
     canonical_time,
@@ -93,6 +94,48 @@ def test_decimal_round_trips_through_its_text(unscaled, scale):
     text = canonical_decimal(number, scale)
     assert Decimal(text) == number
     assert len(text.partition(".")[2]) == scale
+
+
+def _rendered(render, value, scale):
+    """What ``render`` makes of ``value``: its text, or the message of the ValueError it raises."""
+    try:
+        return render(value, scale)
+    except ValueError as exc:
+        return f"ValueError: {exc}"
+
+
+#: Decimal text as files spell it: a sign or none, digits before and after a point (leading and
+#: trailing zeros included), a bare fraction, blanks around, and what is not a decimal.
+DECIMAL_TEXT = st.builds(
+    lambda blank, sign, whole, point, fraction: f"{blank}{sign}{whole}{point}{fraction}{blank}",
+    st.sampled_from(["", " "]),
+    st.sampled_from(["", "-", "+"]),
+    st.text("00123456789", max_size=25),
+    st.sampled_from(["", "."]),
+    st.text("0123456789", max_size=12),
+) | st.sampled_from(["", "-", ".", "1e5", "NaN", "１２", "١٢.5", "0x1F", "1.2.3"])
+
+
+@given(
+    DECIMAL_TEXT
+    | st.integers(-(10**40), 10**40)
+    | st.decimals(allow_nan=True, allow_infinity=True, places=None),
+    st.integers(min_value=0, max_value=8),
+)
+@example("-0.000", 2)  # a negative zero is zero
+@example(" -00.10 ", 3)  # leading zeros go, blanks too
+@example("007", 0)
+@example(Decimal("-0E-5"), 2)
+@example(Decimal("1.2300"), 2)  # zeros beyond the scale
+@example(".5", 1)
+@settings(max_examples=500)
+def test_decimal_from_its_digits_equals_decimal_arithmetic(value, scale):
+    """canonical_decimal renders the common inputs from their digits as text; the result, or
+    the error, is what Decimal's quantize gives for every input (the non-ASCII digits Decimal
+    reads, exponents and non-finite values go that way whole)."""
+    assert _rendered(canonical_decimal, value, scale) == _rendered(
+        _decimal_by_quantize, value, scale
+    )
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False))
