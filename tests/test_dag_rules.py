@@ -213,3 +213,21 @@ def test_the_key_change_plans_are_read_from_the_lake_by_no_model(manifest):
     assert (
         "model.cdc_changelog.int_key_change_rows" in models["int_event_rows"]["depends_on"]["nodes"]
     )
+
+
+#: A timing or a ratio as benchmarks print them: "8.6 s", "120 ms", "2.1×".
+FIGURE = re.compile(r"\b\d+(?:\.\d+)? ?(?:s|ms|min)\b|\d×")
+
+
+def test_benchmark_figures_live_in_decision_records_not_in_models_or_macros():
+    """Issue 45, item 4: model and macro comments say what the SQL does and why; what it cost
+    on a benchmark goes in docs/decisions/ (it changes with every machine and release)."""
+    found = [
+        f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+        for folder in ("models", "macros")
+        for path in sorted((REPO / folder).rglob("*"))
+        if path.suffix in (".sql", ".yml", ".md")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if FIGURE.search(line)
+    ]
+    assert found == []

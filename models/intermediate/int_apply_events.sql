@@ -1,6 +1,6 @@
 {#-
     The events of the keys this run applies (int_apply_events_gathered; DESIGN.md §6, ADR
-    0008), one row per event, rewritten by every run: on the fast path the key's current
+    0030), one row per event, rewritten by every run: on the fast path the key's current
     version and its new events, for a rebuilt key all its changes, and the table resets that
     apply to it. A key's events are numbered in change order (seq); its
     current version, a SET (INSERT, LOAD, the new key of a key change) or a REMOVE (DELETE, the

@@ -1,5 +1,5 @@
 {#-
-    The events of the keys this run applies (int_apply_keys; DESIGN.md §6, ADR 0008), not yet
+    The events of the keys this run applies (int_apply_keys; DESIGN.md §6, ADR 0030), not yet
     ordered, all as one event struct (cdc_key_events): on the fast path the key's current
     version (BASE, event_class 0, from the previous state) and its new events; for a rebuilt
     key all of its changes in change_log; and the table resets that apply to it.

@@ -1,5 +1,5 @@
 {#-
-    The keys this run applies (DESIGN.md §6, ADR 0008): keys with changes since the watermark
+    The keys this run applies (DESIGN.md §6, ADR 0030): keys with changes since the watermark
     (of the source cdc_state.int_key_state), and the known keys of a table with a new reset. A
     key is rebuilt (all its changes again) when a new event sorts before the last event applied
     to it (a late position, TRUNCATE or full load), and so is every key a chain of key changes

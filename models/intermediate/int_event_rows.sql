@@ -1,5 +1,5 @@
 {#-
-    The row after each event of the keys this run applies (DESIGN.md §6, ADR 0008), one row per
+    The row after each event of the keys this run applies (DESIGN.md §6, ADR 0030), one row per
     event of int_apply_events with `entries`: the row as entries sorted by column name. For
     every column, the last value an image of the event's segment carried up to it; a key
     change's SET laid over the row the old key had (int_key_change_rows, ADR 0026). Every

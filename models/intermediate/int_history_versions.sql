@@ -1,6 +1,6 @@
 {#-
     The row versions this run computes, as partition history_generation = this run's
-    generation (DESIGN.md §6, ADR 0008), from the events of the keys it applies
+    generation (DESIGN.md §6, ADR 0030), from the events of the keys it applies
     (int_apply_events: the fast path continues a key from its current version, a rebuild
     recomputes all its versions; the history mart then ignores the key's rows of older
     generations).

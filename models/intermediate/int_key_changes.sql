@@ -1,5 +1,5 @@
 {#-
-    Every key change on record (ADR 0008): an UPDATE whose before image has another key, one
+    Every key change on record (ADR 0030): an UPDATE whose before image has another key, one
     row per change. Ephemeral (ADR 0028): the is_key_change partition of change_log's store
     int_changes_logged, of every generation, which Spark lists alone (partition pruning), so
     int_linked_keys finds the keys a chain of key changes links without scanning the log.
