@@ -1,10 +1,11 @@
 {#-
     This run's working set (ADR 0007, 0020) as `cdc run` decided it before the build and passed
-    it in (macro cdc_working_set): one row per condition, the record of what the staging models
-    of this run read.
+    it in (macro cdc_working_set): one row per condition, what the staging models of this run
+    read. Ephemeral: a CTE of its one reader, the warning rejects_of_this_run, so a run writes
+    no table for it; the lineage still shows it.
 -#}
 
-{{ config(materialized='table') }}
+{{ config(materialized='ephemeral') }}
 
 {%- set rows = cdc_working_set() %}
 
