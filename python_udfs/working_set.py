@@ -3,9 +3,10 @@
 ``cdc run`` decides it once, after staging and before ``dbt build``, and passes it to dbt in
 the environment variable :data:`ENV_VAR` (JSON). The macro ``cdc_working_set`` reads it there
 when a staging model or ``int_staged_batches`` compiles, and the ephemeral ``int_working_set``
-shows it in dbt's lineage; no model queries another model's table when it compiles (ADR 0020). A ``dbt build``
-without the variable (dbt run by hand, a Thrift Server) reads every batch: the same change log,
-since ``int_changes_logged`` appends a change_id once, at the cost of reading all of history.
+shows it in dbt's lineage; no model queries another model's table when it compiles (ADR 0020).
+A ``dbt build`` without the variable (dbt run by hand, a Thrift Server) reads every batch: the
+same change log, since ``int_changes_logged`` appends a change_id once, at the cost of reading
+all of history.
 
 Rows are ``[kind, feed, ingest_batch_id, source_file, record_offset]``:
 
