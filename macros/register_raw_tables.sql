@@ -46,8 +46,9 @@
                 {% if added %}
                     {% do run_query('alter table ' ~ relation ~ ' add columns (' ~ added | join(', ') ~ ')') %}
                 {% endif %}
+                {#- MSCK REPAIR refreshes the table's cached metadata and file listing itself
+                    (Spark's RepairTableCommand calls catalog.refreshTable): no REFRESH after it -#}
                 {% do run_query('msck repair table ' ~ relation) %}
-                {% do run_query('refresh table ' ~ relation) %}
             {% endif %}
         {% endfor %}
     {% endif %}
