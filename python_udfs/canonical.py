@@ -20,6 +20,7 @@ type; decoders turn that into a reject row. Sources: ``formats/qlik_change_table
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from decimal import Decimal, InvalidOperation, localcontext
 
@@ -301,7 +302,17 @@ def _qlik_binary(value: object, scale: int, overflow: str) -> str:
 
 
 def _qlik_date(value: object, scale: int, overflow: str) -> str:
+    if type(value) is int or type(value) is str:
+        return _qlik_date_of(value)
     if isinstance(value, int):  # Avro "date": days since 1970-01-01
+        return (EPOCH.date() + dt.timedelta(days=value)).isoformat()
+    return canonical_date(value)
+
+
+@functools.lru_cache(maxsize=2**16)
+def _qlik_date_of(value: int | str) -> str:
+    """:func:`_qlik_date` of Avro days or text, once per distinct value (dates repeat)."""
+    if type(value) is int:
         return (EPOCH.date() + dt.timedelta(days=value)).isoformat()
     return canonical_date(value)
 

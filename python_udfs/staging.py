@@ -262,9 +262,10 @@ def file_outputs(
     until the file is final; then, or at once for bytes that do not decompress, the cut is one
     ``truncated_gzip`` or ``bad_gzip`` reject from the end of the last whole record.
 
-    With ``columnar``, rows a decoder returned as an Arrow table come as one item
-    ``{"kind": <raw table>, "arrow": pyarrow.Table}`` (with ``feed`` and ``source_file``
-    added) instead of one dict per row; :func:`file_tables` turns both into tables.
+    With ``columnar``, the raw rows come as one item ``{"kind": <raw table>, "arrow":
+    pyarrow.Table}`` (with ``feed`` and ``source_file`` added) instead of one dict per row:
+    the decoder's Arrow table, or its row dicts converted column by column
+    (:func:`_rows_by_column`); :func:`file_tables` turns both kinds of item into tables.
 
     Checks the ingested prefix first: when its SHA-256 differs from the manifest's, the file
     is refused (one ``prefix_changed`` reject and a ``refused`` manifest row). Never raises for
@@ -303,6 +304,9 @@ def file_outputs(
     if early is not None:
         return early
     result = _decoded(candidate, content, context, cut, cut_pending, ranges, columnar)
+    if columnar and result.rows and result.table is None:
+        raw_table = FORMATS[candidate["format"]].raw_table
+        result.table, result.rows = _rows_by_column(result.rows, arrow_schema(raw_table)), []
     out, arrow_rows, arrow_last_index = _result_outputs(candidate, result)
     end = max(result.consumed_end, start)
     last_index = max(
@@ -508,6 +512,23 @@ def _result_outputs(
         meta.update(feed=feed, source_file=source_file)
         out.append({"kind": "raw_metadata", "raw_metadata": meta})
     return out, arrow_rows, arrow_last_index
+
+
+def _rows_by_column(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Return a decoder's row dicts as an Arrow table of ``schema``'s columns, column by column.
+
+    The provenance columns :func:`_result_outputs` adds (``feed``, ``source_file``) are left
+    out; a key a row lacks is null, as ``pa.Table.from_pylist`` makes it. Converting each
+    column from one list skips the per-row dict copies the row items need, which cost as
+    much as the conversion itself (a decoder's raw rows of a large file, Kafka's map columns
+    among them). Raises ``pyarrow.ArrowInvalid`` or ``ArrowTypeError`` for a value that does
+    not fit its column's type, as ``from_pylist`` does.
+    """
+    fields = [f for f in schema if f.name not in ("feed", "source_file")]
+    return pa.Table.from_arrays(
+        [pa.array([row.get(f.name) for row in rows], f.type) for f in fields],
+        schema=pa.schema(fields),
+    )
 
 
 def _cut_reject(data: bytes | bytearray, offset: int, cut: tuple[str, str, str]) -> Reject:

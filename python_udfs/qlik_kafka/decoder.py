@@ -103,6 +103,10 @@ class ConfluentHeader(NamedTuple):
 CONFLUENT_HEADER = struct.Struct(">BI")
 CONFLUENT_MAGIC = 0x00
 MAGIC = b"atMSG"
+#: How an Avro envelope (:data:`ENVELOPE_SCHEMA`) of a data message begins: the fixed
+#: ``magic``, then ``type`` as an Avro string (zigzag length 2, ``DT``). The metadata pass
+#: skips such values unread.
+_AVRO_DT_ENVELOPE = MAGIC + b"\x04DT"
 
 #: Avro schema of the Replicate message envelope (formats/qlik_kafka_messages.md).
 ENVELOPE_SCHEMA = fastavro.parse_schema(
@@ -196,7 +200,7 @@ class TableMeta:
     def parsed_schema(self) -> Any:
         """Return the parsed Avro ``dataSchema`` (parsed once); None when there is none."""
         if self._parsed is None and self.data_schema:
-            self._parsed = fastavro.parse_schema(json.loads(self.data_schema))
+            self._parsed = _parsed_schema(self.data_schema)
         return self._parsed
 
     def image_plan(self, overflow: str) -> _ImagePlan:
@@ -204,6 +208,17 @@ class TableMeta:
         if self._plan is None or self._plan.overflow != overflow:
             self._plan = _ImagePlan.of(self.columns, overflow)
         return self._plan
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_schema(text: str) -> Any:
+    """Parse an Avro schema's JSON text with fastavro, once per distinct text.
+
+    The writer schemas of Confluent-framed values (``<id>.avsc``) and of envelopes'
+    ``messageSchema`` repeat on every message. Raises what ``json.loads`` or
+    ``fastavro.parse_schema`` raise for a damaged schema (not cached).
+    """
+    return fastavro.parse_schema(json.loads(text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +233,7 @@ class _ImagePlan:
     overflow: str
     names: frozenset[str]
     renderers: tuple[tuple[int, str, Any], ...]
+    key_positions: frozenset[int]
 
     @classmethod
     def of(cls, columns: list[MetadataColumn], overflow: str) -> _ImagePlan:
@@ -226,6 +242,7 @@ class _ImagePlan:
             overflow,
             frozenset(c.column_name for c in columns),
             tuple((i, c.column_name, _renderer(c, overflow)) for i, c in enumerate(columns)),
+            frozenset(i for i, c in enumerate(columns) if c.primary_key_position),
         )
 
 
@@ -513,7 +530,9 @@ def scan_metadata(data: bytes, *, file_name: str, start: int = 0) -> list[Metada
     for offset, _end, index, value, error in _frames(data, file_name, start, 0, final=False):
         if error or value is None or isinstance(value, tuple):
             continue
-        if value.lstrip()[:1] == b"{" and b'"MD"' not in value:
+        if value.startswith(_AVRO_DT_ENVELOPE) or (
+            value.lstrip()[:1] == b"{" and b'"MD"' not in value
+        ):
             continue
         try:
             kind, envelope, message = _open_envelope(value, _is_json_dump(file_name))
@@ -831,7 +850,7 @@ def _avro_record(payload: bytes, schema_text: str, meta: TableMeta | None) -> di
         parsed = (
             meta.parsed_schema()
             if meta and schema_text == meta.data_schema
-            else fastavro.parse_schema(json.loads(schema_text))
+            else _parsed_schema(schema_text)
         )
     except Exception as exc:  # noqa: BLE001 - a damaged messageSchema or seed schema
         raise _Bad("bad_schema", f"Avro schema does not parse: {exc}") from exc
@@ -897,12 +916,12 @@ def _data_row(message, meta: TableMeta | None, fmt, schema_id, opts) -> dict[str
     change_mask, column_mask, changed, present_bits, present = _masks(
         headers.get("changeMask"), headers.get("columnMask"), opts["mask_bit_order"], len(columns)
     )
-    if present_bits is not None:
-        _check_present(columns, changed, present, operation)
     overflow = opts["subsecond_overflow"]
     plan = (
         meta.image_plan(overflow) if columns is meta.columns else _ImagePlan.of(columns, overflow)
     )
+    if present_bits is not None:
+        _check_present(columns, plan.key_positions, changed, present, operation)
     return {
         "value_format": fmt,
         "message_type": "DT",
@@ -996,23 +1015,20 @@ def _message_columns(meta: TableMeta, image: Mapping[str, Any], opts) -> list[Me
     ]
 
 
-def _check_present(columns, changed, present, operation) -> None:
+def _check_present(columns, key_positions, changed, present, operation) -> None:
     """Check a columnMask against the changeMask and the key.
 
     A changed column must be present, and so must every key column of an UPDATE or DELETE.
-    Raises :class:`_Bad`.
+    ``key_positions`` are the 0-based positions of ``columns``' key columns, ``changed`` the
+    changeMask's bits, ``present`` the positions the columnMask leaves present. Raises
+    :class:`_Bad`.
     """
-    absent_changed = [columns[b].column_name for b in changed if b not in present]
-    if absent_changed:
+    if not present.issuperset(changed):
+        absent_changed = [columns[b].column_name for b in changed if b not in present]
         raise _Bad("changed_column_absent", f"changeMask flags absent column(s) {absent_changed}")
-    if operation in ("UPDATE", "DELETE"):
-        missing_keys = [
-            c.column_name
-            for i, c in enumerate(columns)
-            if c.primary_key_position and i not in present
-        ]
-        if missing_keys:
-            raise _Bad("key_column_not_present", f"columnMask clears key column(s) {missing_keys}")
+    if operation in ("UPDATE", "DELETE") and not present.issuperset(key_positions):
+        missing_keys = [columns[i].column_name for i in sorted(key_positions - present)]
+        raise _Bad("key_column_not_present", f"columnMask clears key column(s) {missing_keys}")
 
 
 def _header_time(value, overflow) -> str | None:
