@@ -223,12 +223,22 @@ def _fraction(digits: str | None, overflow: str) -> str:
 
 
 def canonical_date(value: object) -> str:
-    """Render a date (``datetime.date`` or ``YYYY-MM-DD`` text) as ``YYYY-MM-DD``."""
+    """Render a date (``datetime.date`` or ``YYYY-MM-DD`` text) as ``YYYY-MM-DD``.
+
+    Raises ValueError for text that is no date (``2021-13-01``, ``21-03-01``). Text is checked
+    once per distinct value (dates repeat across a feed's rows).
+    """
     if isinstance(value, dt.datetime):
         value = value.date()
     if isinstance(value, dt.date):
         return value.isoformat()
-    text = str(value).strip()
+    return _date_text(str(value))
+
+
+@functools.lru_cache(maxsize=2**16)
+def _date_text(text: str) -> str:
+    """:func:`canonical_date` of text; raises ValueError (not cached) for no date."""
+    text = text.strip()
     match = _DATE_RE.fullmatch(text)
     if not match:
         raise ValueError(f"{text!r} is not a date (YYYY-MM-DD)")
@@ -302,19 +312,15 @@ def _qlik_binary(value: object, scale: int, overflow: str) -> str:
 
 
 def _qlik_date(value: object, scale: int, overflow: str) -> str:
-    if type(value) is int or type(value) is str:
-        return _qlik_date_of(value)
     if isinstance(value, int):  # Avro "date": days since 1970-01-01
-        return (EPOCH.date() + dt.timedelta(days=value)).isoformat()
+        return _epoch_day(int(value))
     return canonical_date(value)
 
 
 @functools.lru_cache(maxsize=2**16)
-def _qlik_date_of(value: int | str) -> str:
-    """:func:`_qlik_date` of Avro days or text, once per distinct value (dates repeat)."""
-    if type(value) is int:
-        return (EPOCH.date() + dt.timedelta(days=value)).isoformat()
-    return canonical_date(value)
+def _epoch_day(days: int) -> str:
+    """``YYYY-MM-DD`` of an Avro ``date`` (days since 1970-01-01), once per distinct value."""
+    return (EPOCH.date() + dt.timedelta(days=days)).isoformat()
 
 
 def _qlik_time(value: object, scale: int, overflow: str) -> str:

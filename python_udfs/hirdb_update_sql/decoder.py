@@ -619,11 +619,13 @@ def split_stamp(line: str) -> tuple[str, str]:
     return stripped[2:close].strip(" \t"), stripped[close + 2 :]
 
 
+@functools.lru_cache(maxsize=2**14)
 def stamp_to_utc(stamp: str, zone: dt.tzinfo | None) -> str:
     """Validate a ``YYYY-MM-DD HH:MM:SS[.f]`` stamp read in ``zone`` and render it in UTC.
 
     Returns canonical timestamp text; raises :class:`HiRDBError` (``invalid_stamp``) for a
-    malformed or impossible date-time (``2024-02-31``).
+    malformed or impossible date-time (``2024-02-31``). Computed once per distinct stamp and
+    zone (the statements of a transaction share their stamp).
     """
     match = _STAMP_RE.fullmatch(stamp)
     if not match:
