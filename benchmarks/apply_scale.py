@@ -341,7 +341,7 @@ def write_feeds(
 
 def stage_feeds(work: Path, landing: Path, lake: Path, cdc: list, env: dict, project: Path) -> int:
     """Land and stage the base files feed by feed, printing each feed's figures; return records."""
-    print("staging, feed by feed (cdc stage: Spark local, all cores)")
+    print("staging, feed by feed (cdc stage: worker processes, all cores)")
     staged_records = 0
     for feed, fmt in FEEDS.items():
         land(work / "src" / "base" / feed, landing / feed)

@@ -8,7 +8,7 @@ them). Then, per format:
    ``decode`` from the registry, with the decoder context staging builds): records/s and MB/s.
    Where a fast path sits beside the per-record reference path (:data:`FAST_PATHS`), both are
    timed in the same run; the other formats have the reference path only;
-2. ``cdc stage`` of the same files into a fresh lake (Spark local, all cores; JVM start, the
+2. ``cdc stage`` of the same files into a fresh lake (worker processes on all cores, ADR 0031; the
    manifest and the raw-table writes included): records/s, records/s per core and MB/s.
 
 ``--profile N`` decodes each format's files once more under ``cProfile`` (not timed: the

@@ -75,13 +75,16 @@ def _export_table_folders(config: ProjectConfig) -> None:
 def stage(config: ProjectConfig, spark=None, log=print, detail=None):
     """Run one staging batch for ``config``; returns the :class:`StageSummary`.
 
-    ``detail`` prints the one line per file (default: ``log``). The summary's ``seconds`` is the
-    wall time of the staging itself (a SparkSession started here not included).
+    Staging starts no JVM: it takes the lake's lock (:func:`~python_udfs.spark.lock_lake`,
+    which raises ConfigError while another ``cdc`` process holds it) and decodes in worker
+    processes (ADR 0031); ``spark``, when given, is the run's SparkSession. ``detail`` prints
+    the one line per file (default: ``log``). The summary's ``seconds`` is the wall time of
+    the staging itself.
     """
-    from python_udfs.spark import get_spark
+    from python_udfs.spark import lock_lake
     from python_udfs.staging import Stager
 
-    spark = spark or get_spark(config.lake_root)
+    lock_lake(config.lake_root)
     started = time.monotonic()
     summary = Stager(spark, config, log, detail).stage()
     summary.seconds = time.monotonic() - started
@@ -237,12 +240,14 @@ def run(
     ``make test`` runs them.
     """
     from python_udfs import build_state, working_set
-    from python_udfs.spark import get_spark, open_metastore_in_background
+    from python_udfs.spark import lock_lake, start_spark_in_background
 
     export_roots(config)
-    spark = get_spark(config.lake_root)
-    open_metastore_in_background(spark)  # dbt's first catalog query finds it open, or waits
-    summary = stage(config, spark, log, None if verbose else (lambda _text: None))
+    lock_lake(config.lake_root)  # before the JVM and the staging workers start
+    # the JVM starts (and opens the metastore) while staging decodes in its worker processes
+    starting = start_spark_in_background(config.lake_root)
+    summary = stage(config, None, log, None if verbose else (lambda _text: None))
+    spark = starting.result()
     project = build_state.project_fingerprint(config.project_dir, extra_vars)
     fingerprint = build_state.build_fingerprint(config.project_dir, config.lake_root, extra_vars)
     # a plain `cdc run`: only then may the build be skipped or narrowed to the data

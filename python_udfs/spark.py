@@ -8,6 +8,7 @@ calls ``SparkSession.builder.getOrCreate()`` and gets this same session, so stag
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 import re
@@ -422,23 +423,34 @@ def _start_metastore(spark: SparkSession) -> None:
         spark.sql("show databases").collect()
 
 
-def open_metastore_in_background(spark: SparkSession) -> threading.Thread:
-    """Start opening the Hive metastore client of ``spark`` in a daemon thread; return it.
+def start_spark_in_background(lake_root: Path) -> concurrent.futures.Future:
+    """Start the SparkSession of ``lake_root`` in a daemon thread; return its future.
 
-    Spark opens the metastore (Hive client, Derby) at the first catalog query: 6 to 9 s of a
-    ``cdc run`` on this machine (dbt's first query, ``show databases``, in ``logs/dbt.log``).
-    Staging reads and writes parquet files only, so ``cdc run`` opens the metastore while
-    staging decodes and while dbt starts (importing itself, reading its manifest), and dbt
-    finds it open or nearly so. Nobody needs to wait for the thread: Spark opens its catalog
-    once, in lazily initialised fields whose first reader holds the others back, so the next
-    catalog query simply waits for it. An error opening the metastore is left to that query,
-    which raises it.
+    ``cdc run`` stages while the JVM starts: staging needs no JVM (ADR 0031), so the JVM's
+    start (a few seconds) overlaps the decoding. The thread then opens the Hive metastore
+    (:func:`_start_metastore`), which Spark would open at the first catalog query (several
+    seconds): dbt's first query finds it open, or waits for it, since Spark opens its catalog
+    once, in lazily initialised fields whose first reader holds the others back; an error
+    opening it is left to that query, which raises it. Java is looked for first, here, so a
+    missing Java fails the run before it stages (ConfigError).
+    ``future.result()`` returns the session, or raises what :func:`get_spark` raised. PySpark
+    installs its SIGINT handler from the main thread only, so Ctrl-C still stops the run.
     """
-    thread = threading.Thread(
-        target=_start_metastore, args=(spark,), name="cdc-metastore", daemon=True
-    )
-    thread.start()
-    return thread
+    if SparkSession.getActiveSession() is None:
+        java_executable()
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def start() -> None:
+        try:
+            spark = get_spark(lake_root)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's result()
+            future.set_exception(exc)
+            return
+        future.set_result(spark)
+        _start_metastore(spark)
+
+    threading.Thread(target=start, name="cdc-spark", daemon=True).start()
+    return future
 
 
 if __name__ == "__main__":  # python -m python_udfs.spark: write the class archive (make install)

@@ -1,4 +1,4 @@
-"""Spark glue: decode new landing files into the raw parquet tables (DESIGN.md §4).
+"""Staging: decode new landing files into the raw parquet tables (DESIGN.md §4).
 
 One run of :func:`stage` is one *ingest batch* (id ``YYYYMMDDTHHMMSSffffff``, UTC):
 
@@ -9,15 +9,14 @@ One run of :func:`stage` is one *ingest batch* (id ``YYYYMMDDTHHMMSSffffff``, UT
 2. for formats with a metadata pass (``FeedFormat.scan_metadata``: Kafka MD messages), a first
    pass collects the batch's metadata, so that data messages can be resolved whatever file
    order they arrive in;
-3. Spark spreads the candidate files over tasks (:func:`task_groups`) and runs the
-   pure-Python decoders over them in parallel with ``mapInArrow`` (a batch of at most
-   :data:`IN_PROCESS_BYTES` runs the same task functions in this process instead, without a
-   Spark job); each task reads its files from the landing folder itself
-   (:func:`candidate_bytes`: the bytes never pass through the JVM or a shuffle) and writes
-   its rows with pyarrow, once, as partition
-   ``ingest_batch_id=<id>`` of the format's raw table, ``raw_rejects`` and ``raw_metadata``
-   (one parquet file per table and task, :func:`make_write_udf`); the rows never pass
-   through the JVM, and only the manifest rows come back to the driver;
+3. the candidate files are spread over tasks (:func:`task_groups`) that run the pure-Python
+   decoders in parallel: in worker processes on a local master (:func:`run_in_processes`, ADR
+   0031; no JVM), as one Spark job on a cluster's (:func:`run_on_spark`), and in this process
+   for a batch of at most :data:`IN_PROCESS_BYTES`; each task reads its files from the landing
+   folder itself (:func:`candidate_bytes`) and writes its rows with pyarrow, once, as
+   partition ``ingest_batch_id=<id>`` of the format's raw table, ``raw_rejects`` and
+   ``raw_metadata`` (one parquet file per table and task, :func:`make_write_udf`); only the
+   manifest rows come back to the driver;
 4. the driver writes the manifest rows **last**, in one file moved into place by a rename
    (the batch's commit). A batch without manifest rows (a run killed half way) is ignored
    by the dbt sources, so a re-run ingests those files again without duplicates.
@@ -30,8 +29,10 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import functools
 import hashlib
 import os
+import re
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -819,75 +820,164 @@ def gunzip_file(path: str | Path) -> Gunzipped:
 
 def make_write_udf(
     contexts: Mapping[str, Mapping[str, Any]], raw_root: str, batch_id: str, ingested_at
-) -> Callable:
-    """Return the ``mapInArrow`` function of the decode-and-write pass.
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Return the task function of the decode-and-write pass (:func:`write_files`, bound).
 
-    Candidate rows in (:class:`Candidate` fields), sorted by feed, file and start within the
-    task: each file is read (:func:`candidate_bytes`) and decoded (:func:`file_tables`), and
-    its rows of every raw table but the manifest are written by the task itself into batch
-    ``batch_id``'s partition of the table under ``raw_root`` (:class:`_BatchFiles`), once,
-    without passing through the JVM; out comes one row per file (:func:`written_schema`): its
+    A ``functools.partial`` of a module-level function, so a worker process receives it by
+    pickle (:func:`run_in_processes`).
+    """
+    return functools.partial(write_files, contexts, raw_root, batch_id, ingested_at)
+
+
+def write_files(
+    contexts: Mapping[str, Mapping[str, Any]],
+    raw_root: str,
+    batch_id: str,
+    ingested_at,
+    batches: Iterator[pa.RecordBatch],
+) -> Iterator[pa.RecordBatch]:
+    """Decode and write one task's files: the decode-and-write pass.
+
+    Candidate rows in (Arrow batches of :class:`Candidate` fields), sorted by feed, file and
+    start within the task: each file is read (:func:`candidate_bytes`) and decoded
+    (:func:`file_tables`), and its rows of every raw table but the manifest are written by the
+    task itself into batch ``batch_id``'s partition of the table under ``raw_root``
+    (:class:`_BatchFiles`), once; out comes one row per file (:func:`written_schema`): its
     manifest row and its rejects by reason, which the driver writes as the manifest after
-    every task finished (the batch's commit).
+    every task finished (the batch's commit). ``ingested_at`` is an aware UTC datetime.
+    Raises OSError when a file cannot be read or written (the batch fails; the next run plans
+    again).
     """
     schema = written_schema()
-
-    def write_batches(batches):
-        files = _BatchFiles(raw_root, batch_id, ingested_at)
-        for batch in batches:
-            out = []
-            for record in batch.to_pylist():
-                tables = file_tables(record, candidate_bytes(record), contexts[record["feed"]])
-                key = f"{record['feed']}\0{record['source_file']}\0{record['start']}"
-                for table_name, table in tables.items():
-                    if table_name != "raw_ingested_files":
-                        files.add(key, table_name, table)
-                reasons = collections.Counter(
-                    tables["raw_rejects"].column("reason").to_pylist()
-                    if "raw_rejects" in tables
-                    else []
-                )
-                manifest = tables["raw_ingested_files"].to_pylist()[0]
-                out.append(
-                    {"raw_ingested_files": manifest, "reject_reasons": list(reasons.items())}
-                )
-            if out:
-                yield pa.RecordBatch.from_pylist(out, schema=schema)
-        files.close()
-
-    return write_batches
+    files = _BatchFiles(raw_root, batch_id, ingested_at)
+    for batch in batches:
+        out = []
+        for record in batch.to_pylist():
+            tables = file_tables(record, candidate_bytes(record), contexts[record["feed"]])
+            key = f"{record['feed']}\0{record['source_file']}\0{record['start']}"
+            for table_name, table in tables.items():
+                if table_name != "raw_ingested_files":
+                    files.add(key, table_name, table)
+            reasons = collections.Counter(
+                tables["raw_rejects"].column("reason").to_pylist()
+                if "raw_rejects" in tables
+                else []
+            )
+            manifest = tables["raw_ingested_files"].to_pylist()[0]
+            out.append({"raw_ingested_files": manifest, "reject_reasons": list(reasons.items())})
+        if out:
+            yield pa.RecordBatch.from_pylist(out, schema=schema)
+    files.close()
 
 
-def make_metadata_udf() -> Callable:
-    """Return the ``mapInArrow`` function of the metadata pass.
+def make_metadata_udf() -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Return the task function of the metadata pass (:func:`scan_files`)."""
+    return scan_files
 
-    Candidate rows → ``raw_metadata`` rows of the columns each format's
-    :attr:`FeedFormat.scan_metadata` finds (Kafka MD messages) in the file
-    (:func:`candidate_bytes`).
+
+def scan_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Scan one task's files for metadata: the metadata pass.
+
+    Candidate rows in (Arrow batches of :class:`Candidate` fields) → ``raw_metadata`` rows of
+    the columns each format's :attr:`FeedFormat.scan_metadata` finds (Kafka MD messages) in
+    the file (:func:`candidate_bytes`). Raises OSError when a file cannot be read.
     """
     schema = pa.schema(RAW_TABLES["raw_metadata"])
+    for batch in batches:
+        for record in batch.to_pylist():
+            content = candidate_bytes(record)
+            columns = FORMATS[record["format"]].scan_metadata(
+                content.data if isinstance(content, Gunzipped) else content,
+                record["source_file"],
+                record["start"],
+            )
+            rows = [
+                dict(asdict(c), feed=record["feed"], source_file=record["source_file"])
+                for c in columns
+            ]
+            if rows:
+                yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
-    def scan_batches(batches):
+
+def local_processes(master: str) -> int | None:
+    """Return how many worker processes stage a batch on Spark master ``master``.
+
+    ``local`` → 1, ``local[N]`` (or ``local[N,F]``) → N, ``local[*]`` → the cores this
+    process may use; None for any other master (a cluster), whose batches run as a Spark job.
+    """
+    match = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
+    if match is None:
+        return None
+    if match[1] and match[1] != "*":
+        return max(1, int(match[1]))
+    if match[1] is None:
+        return 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def run_on_spark(
+    spark, task: Callable, groups: list[pa.RecordBatch], out_schema: pa.Schema
+) -> pa.Table:
+    """Run ``task`` once per group of candidates as Spark tasks (a cluster's master).
+
+    One Spark job over ``spark.range`` with one partition per group; each task takes its
+    group from the function's closure and reads its files itself (:func:`candidate_bytes`),
+    so the landing and lake roots must be mounted alike on every executor. Returns the output
+    rows in ``out_schema``; a failed task fails the job (raised here).
+    """
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    def by_group(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for record in batch.to_pylist():
-                content = candidate_bytes(record)
-                columns = FORMATS[record["format"]].scan_metadata(
-                    content.data if isinstance(content, Gunzipped) else content,
-                    record["source_file"],
-                    record["start"],
-                )
-                rows = [
-                    dict(asdict(c), feed=record["feed"], source_file=record["source_file"])
-                    for c in columns
-                ]
-                if rows:
-                    yield pa.RecordBatch.from_pylist(rows, schema=schema)
+            for number in batch.column("id").to_pylist():
+                yield from task(iter([groups[number]]))
 
-    return scan_batches
+    spread = spark.range(0, len(groups), 1, max(1, len(groups)))
+    return spread.mapInArrow(by_group, from_arrow_schema(out_schema)).toArrow()
+
+
+def _run_task(task: bytes, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+    """Run one staging task (``cloudpickle``'d) over its candidates, in a worker process."""
+    import pickle
+
+    return list(pickle.loads(task)(iter([batch])))
+
+
+def run_in_processes(
+    task: Callable, groups: list[pa.RecordBatch], processes: int
+) -> list[pa.RecordBatch]:
+    """Run ``task`` once per group of candidates, ``processes`` at a time; the output batches.
+
+    ``task`` is a task function (:func:`make_write_udf`, :func:`make_metadata_udf`), sent to
+    the workers with ``cloudpickle`` as Spark sends its tasks (the decoder contexts hold
+    functions); each group is an Arrow batch of :class:`Candidate` fields. The workers fork
+    from a ``forkserver`` process that has imported this module once (a fresh process: no
+    thread of the caller's, such as a SparkSession's, is copied into a worker), and read and
+    write the files themselves: only the task, the candidates and the small output batches
+    are pickled between processes. Outputs come in group order. An exception of a task is
+    raised here (the batch fails, and nothing is committed).
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from pyspark import cloudpickle
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__, "pyspark.cloudpickle"])
+    workers = max(1, min(processes, len(groups)))
+    payload = cloudpickle.dumps(task)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        outputs = list(pool.map(_run_task, [payload] * len(groups), groups))
+    return [batch for output in outputs for batch in output]
 
 
 class Stager:
-    """Runs staging batches for one project on one SparkSession."""
+    """Runs staging batches for one project.
+
+    A batch needs no SparkSession: it reads the manifest and metadata with pyarrow and decodes
+    in worker processes (:func:`run_in_processes`). ``cdc restage`` and the reject listings
+    query the raw tables with Spark.
+    """
 
     def __init__(
         self,
@@ -896,7 +986,7 @@ class Stager:
         log: Callable[[str], None] = print,
         detail: Callable[[str], None] | None = None,
     ) -> None:
-        """Stage ``config``'s feeds on ``spark``.
+        """Stage ``config``'s feeds; ``spark`` (a SparkSession, or None for staging alone) reads.
 
         ``log`` prints a few lines per batch and feed; ``detail`` one line per file (by default
         ``log`` too; ``cdc run`` and ``cdc demo`` print them with ``--verbose``).
@@ -907,6 +997,14 @@ class Stager:
         self.detail = log if detail is None else detail
         self._contexts: dict[str, dict[str, Any]] | None = None
         self.raw_root = config.lake_root / "raw"
+
+    def _spark_session(self):
+        """Return the Stager's SparkSession, starting one when it was given none."""
+        if self.spark is None:
+            from python_udfs.spark import get_spark
+
+            self.spark = get_spark(self.config.lake_root)
+        return self.spark
 
     # -- reading what is there ------------------------------------------------------------
     def _table_path(self, table: str) -> Path:
@@ -973,11 +1071,22 @@ class Stager:
         return latest
 
     def metadata_rows(self, batches: set[str]) -> list[dict[str, Any]]:
-        """Return the ``raw_metadata`` rows of committed batches as dicts."""
-        from pyspark.sql import functions as F
+        """Return the ``raw_metadata`` rows of the committed ``batches`` as dicts.
 
-        df = self.read_table("raw_metadata").where(F.col("ingest_batch_id").isin(list(batches)))
-        return [r.asDict() for r in df.collect()]
+        Read with pyarrow from the batches' partition folders, in batch order (no Spark job:
+        ``cdc stage`` starts no JVM). Each row also holds its ``ingest_batch_id``; a column
+        an earlier release did not write is missing from its rows.
+        """
+        import pyarrow.parquet as pq
+
+        folder = self._table_path("raw_metadata")
+        rows: list[dict[str, Any]] = []
+        for batch in sorted(batches):
+            for path in sorted((folder / f"ingest_batch_id={batch}").glob("*.parquet")):
+                rows += [
+                    dict(row, ingest_batch_id=batch) for row in pq.read_table(path).to_pylist()
+                ]
+        return rows
 
     def known_metadata(self, batches: set[str]) -> list[tuple[MetadataColumn, str]]:
         """Return ``(column, feed)`` for the columns a metadata pass found in committed batches.
@@ -1277,10 +1386,7 @@ class Stager:
 
         The raw tables first, the manifest ``raw_ingested_files`` last (it commits the batch).
         """
-        from pyspark.sql.pandas.types import from_arrow_schema
-
         batch_id = summary.ingest_batch_id
-        spark = self.spark
         cand_schema = pa.schema(
             [
                 ("feed", STR),
@@ -1300,30 +1406,34 @@ class Stager:
         )
         limit = int(os.environ.get("CDC_STAGE_IN_PROCESS_BYTES", IN_PROCESS_BYTES))
         in_process = sum(work_bytes(c) for c in candidates) <= limit
-        # in this process, one task: one file per raw table for a small batch
-        tasks = 1 if in_process else spark.sparkContext.defaultParallelism * 2
+        # in this process, one task: one file per raw table for a small batch; on a local
+        # master, worker processes (ADR 0031); on a cluster, a Spark job
+        from python_udfs.spark import spark_conf
+
+        processes = local_processes(spark_conf(self.config.lake_root)["spark.master"])
+        spark = None if in_process or processes else self._spark_session()
+        tasks = 1 if in_process else (processes or spark.sparkContext.defaultParallelism) * 2
         groups = [
             [dict(asdict(c), ranges=[{"start": a, "end": b} for a, b in c.ranges]) for c in group]
             for group in task_groups(candidates, tasks)
         ]
-        # on Spark: one partition per task group, each holding its group's number alone
-        # (spark.range); the task takes its candidates from the function's closure and reads
-        # their files itself (candidate_bytes), so no file's bytes cross the JVM or a shuffle
-        spread = None if in_process else spark.range(0, len(groups), 1, len(groups))
 
         def run_tasks(task: Callable, out_schema: pa.Schema, formats=None) -> pa.Table:
-            """Run ``task`` (a mapInArrow function) over every group; its output rows."""
-            chosen = [[r for r in g if formats is None or r["format"] in formats] for g in groups]
-            if in_process:  # each group as Spark hands it to its task: Arrow batches
-                out = [
-                    batch
-                    for group in chosen
-                    if group
-                    for batch in task(iter([pa.RecordBatch.from_pylist(group, cand_schema)]))
-                ]
-                return pa.Table.from_batches(out, schema=out_schema)
-            by_group = _group_task(task, chosen, cand_schema)
-            return spread.mapInArrow(by_group, from_arrow_schema(out_schema)).toArrow()
+            """Run ``task`` (a task function) over every group; its output rows."""
+            chosen = [
+                pa.RecordBatch.from_pylist(rows, cand_schema)
+                for rows in (
+                    [r for r in g if formats is None or r["format"] in formats] for g in groups
+                )
+                if rows
+            ]
+            if in_process:  # one group after the other, in this process
+                out = [batch for group in chosen for batch in task(iter([group]))]
+            elif processes:
+                out = run_in_processes(task, chosen, processes)
+            else:
+                return run_on_spark(spark, task, chosen, out_schema)
+            return pa.Table.from_batches(out, schema=out_schema)
 
         scanned_metadata: list[tuple[MetadataColumn, str]] = []
         scanned = sorted({c.format for c in candidates if FORMATS[c.format].scan_metadata})
@@ -1335,7 +1445,13 @@ class Stager:
             scanned_metadata = known + [(_metadata_from_row(r), r["feed"]) for r in meta_rows]
         contexts = self.contexts(scanned_metadata)
         ingested_at = dt.datetime.now(dt.UTC)
-        where = "in this process" if in_process else f"on {len(groups)} task(s)"
+        where = (
+            "in this process"
+            if in_process
+            else f"in {min(processes, len(groups))} worker process(es), {len(groups)} task(s)"
+            if processes
+            else f"on {len(groups)} Spark task(s)"
+        )
         self.log(f"  decoding {len(candidates)} file(s) {where}")
         # each task decodes its files in feed, file and offset order (task_groups) and writes
         # the raw tables' files of this batch itself (make_write_udf); only the manifest rows
@@ -1378,27 +1494,6 @@ class Stager:
         for name in summary.files_refused:
             self.log(f"  REFUSED {name}: its already-ingested prefix changed (see raw_rejects)")
         return summary
-
-
-def _group_task(task: Callable, groups: list[list[dict]], schema: pa.Schema) -> Callable:
-    """Return a ``mapInArrow`` function over ``spark.range`` rows that runs ``task`` per group.
-
-    Each row's ``id`` numbers a task group; ``task`` gets that group's candidate rows as one
-    Arrow batch of ``schema`` (as the in-process path hands them), and an empty group nothing.
-    One Spark job with no Python stage before it: a ``parallelize`` of the groups cost about
-    0.8 s more per batch (ADR 0029).
-    """
-
-    def by_group(batches):
-        def candidates():
-            for batch in batches:
-                for number in batch.column("id").to_pylist():
-                    if groups[number]:
-                        yield pa.RecordBatch.from_pylist(groups[number], schema)
-
-        yield from task(candidates())
-
-    return by_group
 
 
 def _metadata_from_row(row: Mapping[str, Any]) -> MetadataColumn:

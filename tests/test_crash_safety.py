@@ -82,9 +82,9 @@ def write_workloads(src: Path, seed: int) -> dict:
 def _killed_run(project: Path, landing: Path, lake: Path, marker: str) -> None:
     """Start `cdc run` and SIGKILL its process group when ``marker`` appears in its output.
 
-    Its staging decodes on Spark's tasks whatever the batch's size (a small batch is decoded
-    in the driver process otherwise), so the kills land while tasks write the raw tables; the
-    uninterrupted runs it is compared with decode in the driver process.
+    Its staging decodes in worker processes whatever the batch's size (a small batch is
+    decoded in the driver process otherwise; ADR 0031), so the kills land while tasks write
+    the raw tables; the uninterrupted runs it is compared with decode in the driver process.
     """
     env = {**cli_env(landing, lake), "PYTHONUNBUFFERED": "1", "CDC_STAGE_IN_PROCESS_BYTES": "0"}
     proc = subprocess.Popen(

@@ -47,6 +47,7 @@ from python_udfs.staging import (
     list_landing_files,
     make_metadata_udf,
     make_write_udf,
+    run_in_processes,
 )
 from simulator.database import simulate
 from simulator.feeds import write_feed
@@ -338,16 +339,56 @@ def test_records_after_one_damaged_stretch_still_land(corpus, data):
     assert not missing, (damages, len(missing), missing[0]["record_offset"], rejects[:3])
 
 
+#: A Spark job of staging tasks on one machine (:func:`run_on_spark`, the runner of a cluster's
+#: master), in a subprocess with its own JVM: ``argv[1]`` a pickle of ``(contexts, raw root,
+#: stamp, groups)``, ``argv[2]`` the lake, ``argv[3]`` where the pickled output rows go.
+SPARK_RUNNER = """
+import pickle, sys
+from pathlib import Path
+from python_udfs.spark import get_spark
+from python_udfs.staging import make_write_udf, run_on_spark, written_schema
+contexts, raw, stamp, groups = pickle.loads(Path(sys.argv[1]).read_bytes())
+spark = get_spark(Path(sys.argv[2]))
+task = make_write_udf(contexts, raw, "B1", stamp)
+rows = run_on_spark(spark, task, groups, written_schema()).to_pylist()
+Path(sys.argv[3]).write_bytes(pickle.dumps(rows))
+"""
+
+
+def _run_on_spark_in_subprocess(contexts, raw: Path, stamp, groups, tmp_path: Path) -> list:
+    """Run the write task over ``groups`` as a Spark job (:data:`SPARK_RUNNER`); its rows."""
+    import pickle
+    import subprocess
+    import sys
+
+    from pyspark import cloudpickle
+
+    from tests.spark_project import cli_env
+
+    arguments, out = tmp_path / "spark_runner.pickle", tmp_path / "spark_runner_out.pickle"
+    arguments.write_bytes(cloudpickle.dumps((contexts, str(raw), stamp, groups)))
+    env = cli_env(tmp_path / "landing", tmp_path / "lake")
+    subprocess.run(
+        [sys.executable, "-c", SPARK_RUNNER, str(arguments), str(tmp_path / "lake"), str(out)],
+        env=env,
+        check=True,
+        timeout=300,
+    )
+    return pickle.loads(out.read_bytes())
+
+
+@pytest.mark.parametrize("runner", ["this process", "worker processes", "Spark tasks"])
 def test_staging_tasks_write_what_the_reference_decoders_give_once_and_a_retry_replaces_it(
-    corpus, tmp_path
+    corpus, tmp_path, runner
 ):
-    """The decode-and-write pass (make_write_udf) as Spark's tasks run it, over every file of
-    the corpus (the simulator's files of the five formats and the real samples), against the
-    reference: each file decoded record by record (file_outputs without the columnar Qlik
-    path). Every raw table gets one parquet file per task holding exactly the reference rows,
-    in feed, file and offset order, ingested_at set; the manifest rows come back instead of
-    being written; no temporary file is left; a task run again (a Spark retry) writes the same
-    files under the same names."""
+    """The decode-and-write pass (make_write_udf) as staging runs its tasks: in this process
+    (a small batch), in worker processes (a local master, ADR 0031) and as a Spark job (a
+    cluster's master), over every file of the corpus (the simulator's files of the five formats
+    and the real samples), against the reference: each file decoded record by record
+    (file_outputs without the columnar paths). Every raw table gets one parquet file per task
+    holding exactly the reference rows, in feed, file and offset order, ingested_at set; the
+    manifest rows come back instead of being written; no temporary file is left; a task run
+    again (a retry) writes the same files under the same names."""
     records = sorted(
         (_candidate(corpus, f, p, True) for f, p, _ in corpus.files),
         key=lambda r: (r["feed"], r["source_file"]),
@@ -371,15 +412,25 @@ def test_staging_tasks_write_what_the_reference_decoders_give_once_and_a_retry_r
     }
     assert {"raw_qlik_change_tables", "raw_goldengate_trail", "raw_qlik_kafka"} <= set(reference)
 
+    halves = (records[: len(records) // 2], records[len(records) // 2 :])  # two tasks
+
     def run_tasks() -> tuple[list[dict], dict[str, list[Path]]]:
         back = []
-        for half in (records[: len(records) // 2], records[len(records) // 2 :]):  # two tasks
-            task = make_write_udf(contexts, str(tmp_path / "raw"), "B1", stamp)
-            batches = [pa.RecordBatch.from_pylist(half[i : i + 4]) for i in range(0, len(half), 4)]
-            back += [row for out in task(batches) for row in out.to_pylist()]
+        task = make_write_udf(contexts, str(tmp_path / "raw"), "B1", stamp)
+        groups = [pa.RecordBatch.from_pylist(half) for half in halves]
+        if runner == "worker processes":
+            back = [row for out in run_in_processes(task, groups, 2) for row in out.to_pylist()]
+        elif runner == "Spark tasks":
+            back = _run_on_spark_in_subprocess(contexts, tmp_path / "raw", stamp, groups, tmp_path)
+        else:
+            for half in halves:
+                batches = [
+                    pa.RecordBatch.from_pylist(half[i : i + 4]) for i in range(0, len(half), 4)
+                ]
+                back += [row for out in task(batches) for row in out.to_pylist()]
         files: dict[str, list[Path]] = {}
         for p in sorted((tmp_path / "raw").rglob("*")):
-            if p.is_file():
+            if p.is_file() and not p.name.endswith(".crc"):
                 files.setdefault(p.parent.parent.name, []).append(p)
         return back, files
 
@@ -399,8 +450,9 @@ def test_staging_tasks_write_what_the_reference_decoders_give_once_and_a_retry_r
             assert order == sorted(order)
         want = [{**r, "ingested_at": stamp} for r in reference[name]]
         assert sorted(rows, key=key) == sorted(want, key=key)
-    again, files_again = run_tasks()
-    assert again == back and files_again == files
+    if runner != "Spark tasks":  # the same task functions; a JVM less in the suite
+        again, files_again = run_tasks()
+        assert again == back and files_again == files
 
 
 def test_task_groups_balance_the_bytes_to_decode_and_keep_file_order(tmp_path):
