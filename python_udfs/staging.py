@@ -823,8 +823,8 @@ def make_write_udf(
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """Return the task function of the decode-and-write pass (:func:`write_files`, bound).
 
-    A ``functools.partial`` of a module-level function, so a worker process receives it by
-    pickle (:func:`run_in_processes`).
+    A ``functools.partial`` of a module-level function, which the worker processes
+    (:func:`run_in_processes`) and Spark's tasks (:func:`run_on_spark`) receive pickled.
     """
     return functools.partial(write_files, contexts, raw_root, batch_id, ingested_at)
 
@@ -961,6 +961,9 @@ def run_in_processes(
     from concurrent.futures import ProcessPoolExecutor
 
     from pyspark import cloudpickle
+
+    if not groups:
+        return []
 
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__, "pyspark.cloudpickle"])
