@@ -1053,25 +1053,33 @@ class Stager:
         ``mtime_us`` (the file's modification time in microseconds since 1970, UTC);
         timestamps are aware UTC datetimes.
         """
+        latest: dict[tuple[str, str], dict[str, Any]] = {}
+        # a later batch replaces an earlier row
+        for batch, table in self._batch_tables("raw_ingested_files", self.committed_batches()):
+            for i, field_ in enumerate(table.schema):
+                if pa.types.is_timestamp(field_.type):
+                    utc = pa.timestamp("us", tz="UTC")
+                    table = table.set_column(i, field_.name, table.column(i).cast(utc))
+            for row in table.to_pylist():
+                if row["status"] == RESTAGED:
+                    continue
+                mtime = row["modification_time"]
+                row["ingest_batch_id"] = batch
+                row["mtime_us"] = (mtime - UNIX_EPOCH) // dt.timedelta(microseconds=1)
+                latest[(row["feed"], row["source_file"])] = row
+        return latest
+
+    def _batch_tables(self, table: str, batches: set[str]) -> Iterator[tuple[str, pa.Table]]:
+        """Yield ``(batch, pyarrow table)`` of each parquet file of raw ``table``'s ``batches``.
+
+        In batch order, then file name order; read with pyarrow on the driver (no Spark job).
+        """
         import pyarrow.parquet as pq
 
-        folder = self._table_path("raw_ingested_files")
-        latest: dict[tuple[str, str], dict[str, Any]] = {}
-        for batch in sorted(self.committed_batches()):  # a later batch replaces an earlier row
+        folder = self._table_path(table)
+        for batch in sorted(batches):
             for path in sorted((folder / f"ingest_batch_id={batch}").glob("*.parquet")):
-                table = pq.read_table(path)
-                for i, field_ in enumerate(table.schema):
-                    if pa.types.is_timestamp(field_.type):
-                        utc = pa.timestamp("us", tz="UTC")
-                        table = table.set_column(i, field_.name, table.column(i).cast(utc))
-                for row in table.to_pylist():
-                    if row["status"] == RESTAGED:
-                        continue
-                    mtime = row["modification_time"]
-                    row["ingest_batch_id"] = batch
-                    row["mtime_us"] = (mtime - UNIX_EPOCH) // dt.timedelta(microseconds=1)
-                    latest[(row["feed"], row["source_file"])] = row
-        return latest
+                yield batch, pq.read_table(path)
 
     def metadata_rows(self, batches: set[str]) -> list[dict[str, Any]]:
         """Return the ``raw_metadata`` rows of the committed ``batches`` as dicts.
@@ -1080,16 +1088,11 @@ class Stager:
         ``cdc stage`` starts no JVM). Each row also holds its ``ingest_batch_id``; a column
         an earlier release did not write is missing from its rows.
         """
-        import pyarrow.parquet as pq
-
-        folder = self._table_path("raw_metadata")
-        rows: list[dict[str, Any]] = []
-        for batch in sorted(batches):
-            for path in sorted((folder / f"ingest_batch_id={batch}").glob("*.parquet")):
-                rows += [
-                    dict(row, ingest_batch_id=batch) for row in pq.read_table(path).to_pylist()
-                ]
-        return rows
+        return [
+            dict(row, ingest_batch_id=batch)
+            for batch, table in self._batch_tables("raw_metadata", batches)
+            for row in table.to_pylist()
+        ]
 
     def known_metadata(self, batches: set[str]) -> list[tuple[MetadataColumn, str]]:
         """Return ``(column, feed)`` for the columns a metadata pass found in committed batches.
