@@ -1388,7 +1388,10 @@ class Stager:
     def _commit_batch(
         self, summary: StageSummary, candidates: list[Candidate], committed: set[str]
     ) -> StageSummary:
-        """Decode ``candidates`` on Spark and append batch ``summary.ingest_batch_id``.
+        """Decode ``candidates`` and append batch ``summary.ingest_batch_id``.
+
+        The tasks run in this process (a small batch), in worker processes (a local master) or
+        as a Spark job (a cluster's master); see the module's description.
 
         The raw tables first, the manifest ``raw_ingested_files`` last (it commits the batch).
         """
