@@ -52,11 +52,11 @@ def scaffold(config: ProjectConfig, log=print) -> int:
     import tempfile
 
     from python_udfs.config import load_catalog
-    from python_udfs.spark import get_spark
+    from python_udfs.spark import lock_lake
     from python_udfs.staging import Stager
 
-    spark = get_spark(config.lake_root)
-    stager = Stager(spark, config, log)
+    lock_lake(config.lake_root)  # no JVM: the metadata is read with pyarrow
+    stager = Stager(None, config, log)
     stager.ensure_tables()
     seeds = config.project_dir / "seeds"
     columns_path, tables_path = seeds / "cdc_columns.csv", seeds / "cdc_tables.csv"
