@@ -72,21 +72,20 @@ def _export_table_folders(config: ProjectConfig) -> None:
     os.environ["CDC_WAREHOUSE_FOLDERS"] = ",".join(sorted(folders))
 
 
-def stage(config: ProjectConfig, spark=None, log=print, detail=None):
+def stage(config: ProjectConfig, log=print, detail=None):
     """Run one staging batch for ``config``; returns the :class:`StageSummary`.
 
     Staging starts no JVM: it takes the lake's lock (:func:`~python_udfs.spark.lock_lake`,
     which raises ConfigError while another ``cdc`` process holds it) and decodes in worker
-    processes (ADR 0031); ``spark``, when given, is the run's SparkSession. ``detail`` prints
-    the one line per file (default: ``log``). The summary's ``seconds`` is the wall time of
-    the staging itself.
+    processes on a local master (ADR 0031). ``detail`` prints the one line per file (default:
+    ``log``). The summary's ``seconds`` is the wall time of the staging itself.
     """
     from python_udfs.spark import lock_lake
     from python_udfs.staging import Stager
 
     lock_lake(config.lake_root)
     started = time.monotonic()
-    summary = Stager(spark, config, log, detail).stage()
+    summary = Stager(None, config, log, detail).stage()
     summary.seconds = time.monotonic() - started
     return summary
 
@@ -246,7 +245,7 @@ def run(
     lock_lake(config.lake_root)  # before the JVM and the staging workers start
     # the JVM starts (and opens the metastore) while staging decodes in its worker processes
     starting = start_spark_in_background(config.lake_root)
-    summary = stage(config, None, log, None if verbose else (lambda _text: None))
+    summary = stage(config, log, None if verbose else (lambda _text: None))
     spark = starting.result()
     project = build_state.project_fingerprint(config.project_dir, extra_vars)
     fingerprint = build_state.build_fingerprint(config.project_dir, config.lake_root, extra_vars)
