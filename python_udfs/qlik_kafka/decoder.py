@@ -194,14 +194,7 @@ class TableMeta:
     columns: list[MetadataColumn]
     schema_id: str | None = None
     data_schema: str | None = None
-    _parsed: Any = None
     _plan: Any = None
-
-    def parsed_schema(self) -> Any:
-        """Return the parsed Avro ``dataSchema`` (parsed once); None when there is none."""
-        if self._parsed is None and self.data_schema:
-            self._parsed = _parsed_schema(self.data_schema)
-        return self._parsed
 
     def image_plan(self, overflow: str) -> _ImagePlan:
         """Return the :class:`_ImagePlan` of :attr:`columns` (made once per ``overflow``)."""
@@ -806,7 +799,7 @@ def _decode_value(value, topic, catalog, registry, opts, result, offset, index, 
     )
     if not schema_text:
         raise _no_metadata(schema_id, topic)
-    record = _avro_record(payload, schema_text, meta)
+    record = _avro_record(payload, schema_text)
     if meta is None:
         meta = _resolve(record, schema_id, topic, catalog, opts)
     return _data_row(record, meta, fmt, schema_id, opts)
@@ -839,19 +832,15 @@ def _avro_payload(value, envelope, message, schema_id, topic, catalog, registry,
     return "avro", meta, meta.data_schema if meta else None, value
 
 
-def _avro_record(payload: bytes, schema_text: str, meta: TableMeta | None) -> dict[str, Any]:
+def _avro_record(payload: bytes, schema_text: str) -> dict[str, Any]:
     """Read one Avro datum with ``schema_text``.
 
-    The table's parsed schema serves when the text is its ``dataSchema``. Raises
+    The schema is parsed once per distinct text (:func:`_parsed_schema`). Raises
     :class:`_Bad` for a schema that does not parse, a datum that does not decode, or bytes
     left after it.
     """
     try:
-        parsed = (
-            meta.parsed_schema()
-            if meta and schema_text == meta.data_schema
-            else _parsed_schema(schema_text)
-        )
+        parsed = _parsed_schema(schema_text)
     except Exception as exc:  # noqa: BLE001 - a damaged messageSchema or seed schema
         raise _Bad("bad_schema", f"Avro schema does not parse: {exc}") from exc
     stream = io.BytesIO(payload)
