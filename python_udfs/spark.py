@@ -1,8 +1,8 @@
-"""The one place that builds the SparkSession used by staging and by dbt (``method: session``).
+"""The one place that builds the SparkSession of the ``cdc`` commands and dbt (``method: session``).
 
-``cdc stage`` / ``cdc run`` create the session here first; dbt-spark's session connection then
-calls ``SparkSession.builder.getOrCreate()`` and gets this same session, so staging and
-``dbt build`` share one JVM. ``profiles.yml`` (target ``local``) repeats the same settings as
+``cdc run`` creates the session here (while it stages, which needs no JVM on a local master:
+ADR 0031); dbt-spark's session connection then calls ``SparkSession.builder.getOrCreate()``
+and gets this same session, so the run and ``dbt build`` share one JVM. ``profiles.yml`` (target ``local``) repeats the same settings as
 ``server_side_parameters`` for a plain ``dbt build`` outside the CLI.
 """
 
