@@ -760,18 +760,9 @@ def choose_encoding(lines: Sequence[bytes], option: str) -> tuple[str, list[str]
     option = ENCODING_ALIASES.get(str(option).lower(), str(option).lower())
     if option != "auto":
         return option, []
-    whole = b"\n".join(lines)
-    best, best_score = None, -1.0
-    for codec in AUTO_ENCODINGS:
-        try:
-            text = whole.decode(codec)
-        except UnicodeDecodeError:
-            continue
-        score = japanese_text_score(text)
-        if score > best_score:
-            best, best_score = codec, score
-    if best is not None:
-        return best, []
+    decoded = auto_decoded(b"\n".join(lines))
+    if decoded is not None:
+        return decoded[0], []
 
     def failures(codec: str) -> int:
         bad = 0
@@ -784,6 +775,26 @@ def choose_encoding(lines: Sequence[bytes], option: str) -> tuple[str, list[str]
 
     best = min(AUTO_ENCODINGS, key=failures)
     return best, [f"no encoding decodes every line; using {best} (undecodable lines are rejected)"]
+
+
+def auto_decoded(whole: bytes) -> tuple[str, str] | None:
+    """Return ``(codec, text)`` of ``encoding: auto`` for a file's lines joined by LF.
+
+    Of UTF-8, EUC-JP and CP932, the codecs that decode ``whole`` strictly compete on
+    :func:`python_udfs.canonical.japanese_text_score` (ties keep that order). None when none
+    decodes it: :func:`choose_encoding` then counts undecodable lines.
+    """
+    best: tuple[str, str] | None = None
+    best_score = -1.0
+    for codec in AUTO_ENCODINGS:
+        try:
+            text = whole.decode(codec)
+        except UnicodeDecodeError:
+            continue
+        score = japanese_text_score(text)
+        if score > best_score:
+            best, best_score = (codec, text), score
+    return best
 
 
 def stream_of(file_name: str) -> str:

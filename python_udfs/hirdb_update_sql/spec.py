@@ -10,13 +10,24 @@ format carries no column types: the catalog seed declares them.
 from __future__ import annotations
 
 import codecs
+import functools
 import zoneinfo
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from python_udfs.feed_format import BOOL, I32, I64, STR, STR_LIST, STR_MAP, FeedFormat, FileToDecode
-from python_udfs.hirdb_update_sql import decoder
+from python_udfs.feed_format import (
+    BOOL,
+    I32,
+    I64,
+    STR,
+    STR_LIST,
+    STR_MAP,
+    FeedFormat,
+    FileToDecode,
+    fast_or_reference,
+)
+from python_udfs.hirdb_update_sql import columnar, decoder
 from python_udfs.records import ConfigError, DecodeResult
 
 #: Columns of ``raw_hirdb_update_sql`` after the provenance columns: the line's stamp (as
@@ -85,18 +96,23 @@ def check_options(where: str, options: Mapping[str, Any]) -> None:
 def decode(content: bytes, file: FileToDecode) -> DecodeResult:
     """Decode one update-SQL file from byte ``start`` (types from the catalog seed).
 
-    Without ``file.columnar`` every statement takes the reference path (the tokenizer and
-    parser) instead of the fast path for the regular shapes: the same rows, slower.
+    With ``file.columnar`` the fast path (:func:`columnar.decode_columnar`) builds the rows as
+    an Arrow table; a file it leaves alone or fails on takes the per-line path with the regular
+    shapes read by regular expression (:func:`decoder.fast_statement`). Without
+    ``file.columnar`` every statement takes the reference path (the tokenizer and parser): the
+    same rows, slower.
     """
-    return decoder.decode_update_sql_file(
-        content,
-        file_name=file.source_file,
-        catalog=file.context["catalog"],
-        options=file.context["options"],
-        start=file.start,
-        start_index=file.start_index,
-        final=file.final,
-        reference=not file.columnar,
+    arguments = {
+        "file_name": file.source_file,
+        "catalog": file.context["catalog"],
+        "options": file.context["options"],
+        "start": file.start,
+        "start_index": file.start_index,
+        "final": file.final,
+    }
+    per_line = functools.partial(decoder.decode_update_sql_file, reference=not file.columnar)
+    return fast_or_reference(
+        columnar.decode_columnar, per_line, content, file.columnar, **arguments
     )
 
 
