@@ -21,10 +21,12 @@ columns instead of one ``dict`` per line:
 
 A file with anything the fast path does not read in bulk goes to the reference whole
 (:func:`decode_columnar` returns None): ``quote_escape: none``, bytes the codec does not decode,
-a CR other than before LF, a blank line, a stamp or statement in any other spelling (spaces,
-tabs, lowercase keywords, a comment), any line the reference rejects (a bad literal, an unknown
-table, a placeholder in a key, a purge event, a duplicate transaction, an incomplete tail with
-``incomplete_tail: reject``), a column the catalog lacks. ``tests/test_hirdb_columnar.py``
+a CR other than before LF, a blank line, a stamp comment in another spelling (tabs, more
+spaces), a literal not between ``( , =`` or a blank and ``, ) ;`` or a blank, any line the
+reference rejects (a bad literal, an unknown table, a placeholder in a key, a purge event, a
+duplicate transaction, an incomplete tail with ``incomplete_tail: reject``), a column the
+catalog lacks. A statement in another spelling (lowercase keywords, more blanks, bare
+identifiers) is a shape of its own. ``tests/test_hirdb_columnar.py``
 checks that both paths give the same rows and warnings.
 """
 
