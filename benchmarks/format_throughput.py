@@ -46,7 +46,7 @@ FAST_PATHS = {
     "qlik_change_tables": "by column",
     "goldengate_trail": "by column",
     "linkexpress_extract": "by column",
-    "hirdb_update_sql": "regular statements without the tokenizer",
+    "hirdb_update_sql": "by column, one pattern per statement shape",
 }
 
 
