@@ -13,9 +13,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from python_udfs.feed_format import BOOL, I64, STR, STR_LIST, STR_MAP, FeedFormat, FileToDecode
+from python_udfs.feed_format import (
+    BOOL,
+    I64,
+    STR,
+    STR_LIST,
+    STR_MAP,
+    FeedFormat,
+    FileToDecode,
+    fast_or_reference,
+)
 from python_udfs.qlik_change_tables.spec import spark_type_for
-from python_udfs.qlik_kafka import decoder
+from python_udfs.qlik_kafka import columnar, decoder
 from python_udfs.records import ConfigError, DecodeResult
 
 #: Columns of ``raw_qlik_kafka`` after the provenance columns: the message envelope's fields
@@ -137,21 +146,30 @@ def decode(content: bytes, file: FileToDecode) -> DecodeResult:
     """Decode one dump from byte ``start`` with a copy of the feed's Kafka catalog.
 
     The decoder adds the MD messages it meets to the catalog it is given; the copy keeps one
-    file's messages from leaking into another file's decode in the same task.
+    file's messages from leaking into another file's decode in the same task. With
+    ``file.columnar`` a JSON Lines dump takes the fast path (:func:`columnar.decode_columnar`,
+    which copies the catalog itself) first; a dump it leaves alone or fails on, and every dump
+    without ``file.columnar``, takes the per-message reference path.
     """
-    catalog = decoder.KafkaCatalog()
-    catalog.by_schema_id.update(file.context["kafka_catalog"].by_schema_id)
-    catalog.by_table.update(file.context["kafka_catalog"].by_table)
-    return decoder.decode_dump_file(
-        content,
-        file_name=file.source_file,
-        catalog=catalog,
-        registry_schemas=file.context.get("registry_schemas"),
-        options=file.context["options"],
-        start=file.start,
-        start_index=file.start_index,
-        final=file.final,
-    )
+    arguments = {
+        "file_name": file.source_file,
+        "registry_schemas": file.context.get("registry_schemas"),
+        "options": file.context["options"],
+        "start": file.start,
+        "start_index": file.start_index,
+        "final": file.final,
+    }
+
+    def reference(content: bytes, **arguments: Any) -> DecodeResult:
+        catalog = decoder.KafkaCatalog()
+        catalog.by_schema_id.update(file.context["kafka_catalog"].by_schema_id)
+        catalog.by_table.update(file.context["kafka_catalog"].by_table)
+        return decoder.decode_dump_file(content, catalog=catalog, **arguments)
+
+    def fast(content: bytes, **arguments: Any) -> DecodeResult | None:
+        return columnar.decode_columnar(content, catalog=file.context["kafka_catalog"], **arguments)
+
+    return fast_or_reference(fast, reference, content, file.columnar, **arguments)
 
 
 def scan_metadata(content: bytes, file_name: str, start: int):

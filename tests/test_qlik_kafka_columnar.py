@@ -1,0 +1,238 @@
+"""Issue 47: the Kafka fast path (``columnar.decode_columnar``) against the reference.
+
+The per-message decoder (``decoder.decode_dump_file``) is the reference: on the real JSON
+samples, on the simulator's JSON Lines dumps (whole, resumed and cut), on hand-made messages of
+every value type, mask and image shape, and on damaged dumps, the fast path gives the same raw
+rows, metadata, warnings and resume offset, or leaves the dump to the reference (returns None).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from python_udfs.feed_format import FileToDecode
+from python_udfs.qlik_kafka import columnar, spec
+from python_udfs.qlik_kafka.decoder import KafkaCatalog, decode_dump_file, scan_metadata
+from python_udfs.records import MetadataColumn
+from simulator.database import TABLES, simulate
+from simulator.qlik_kafka import write_kafka
+from tests import fast_paths
+
+RAW = "raw_qlik_kafka"
+ITEM_MASTER = "qlik_kafka/item_master_update_16_columns.jsonl"
+EMPLOYEES = "qlik_kafka/employees_salaries_md_and_refresh.jsonl"
+
+
+def both(data: bytes, file_name: str, catalog: KafkaCatalog | None = None, **kwargs):
+    """``(fast path result or None, reference result)`` of one dump, each on its own catalog."""
+
+    def copy() -> KafkaCatalog:
+        own = KafkaCatalog()
+        if catalog is not None:
+            own.by_schema_id.update(catalog.by_schema_id)
+            own.by_table.update(catalog.by_table)
+        return own
+
+    fast = columnar.decode_columnar(data, file_name=file_name, catalog=copy(), **kwargs)
+    return fast, decode_dump_file(data, file_name=file_name, catalog=copy(), **kwargs)
+
+
+def assert_same(fast, reference) -> None:
+    """The fast path's result is the reference's: rows, rejects, metadata, warnings, offset."""
+    fast_paths.assert_same(fast, reference, RAW)
+
+
+def scanned(data: bytes, name: str) -> KafkaCatalog:
+    catalog = KafkaCatalog()
+    catalog.add_columns(scan_metadata(data, file_name=name))
+    return catalog
+
+
+def test_the_real_samples_read_as_the_reference_reads_them(samples):
+    """The 16-column UPDATE (both images, masks with a leading zero byte) and the MD message
+    followed by a REFRESH row, with their topics mapped to tables."""
+    cases = [
+        (ITEM_MASTER, {"item_master_update_16_columns": "SAPTM.ITEM_MASTER"}),
+        (EMPLOYEES, {"employees_salaries_md_and_refresh": "employees.salaries"}),
+    ]
+    for sample, topics in cases:
+        data = (samples / sample).read_bytes()
+        name = sample.rsplit("/", 1)[-1]
+        fast, reference = both(
+            data, name, scanned(data, name), options={"topic_tables": topics}, final=True
+        )
+        assert fast is not None and reference.rows
+        assert_same(fast, reference)
+
+
+@pytest.fixture(scope="module")
+def simulated_json(tmp_path_factory):
+    """The simulator's JSON Lines dumps (an MD message, then the data messages)."""
+    folder = tmp_path_factory.mktemp("kafka")
+    write_kafka(simulate(seed=5, truncate_every=0), folder, TABLES)
+    return [(p.name, p.read_bytes()) for p in sorted(folder.glob("*.jsonl"))]
+
+
+def test_every_simulated_json_dump_takes_the_fast_path_whole_resumed_and_cut(simulated_json):
+    """Loads, inserts, updates with both images, deletes, NULLs, Japanese text, masks; read
+    whole, resumed at a message and cut inside one (the partial line waits)."""
+    catalog = KafkaCatalog()
+    for name, data in simulated_json:
+        catalog.add_columns(scan_metadata(data, file_name=name))
+    assert len(simulated_json) == 2
+    for name, data in simulated_json:
+        for text in (data, data.replace(b"\n", b"\r\n")):
+            fast, reference = both(text, name, catalog, final=True)
+            assert fast is not None and fast.table.num_rows > 10
+            assert_same(fast, reference)
+            middle = reference.rows[len(reference.rows) // 2]["record_offset"]
+            fast, reference = both(text, name, catalog, final=True, start=middle, start_index=4)
+            assert fast is not None
+            assert_same(fast, reference)
+            fast, reference = both(text[: middle + 9], name, catalog, final=False)
+            assert fast is not None and fast.consumed_end == middle
+            assert_same(fast, reference)
+
+
+def column(name: str, source_type: str, ordinal: int, scale: int = 0, key: int = 0):
+    return MetadataColumn(
+        "S", "T", 1, name, ordinal, source_type, None, None, scale, key, True, "md", "ID1"
+    )
+
+
+#: Values of each Replicate type as JSON producers write them, canonical or not.
+TYPED_VALUES = {
+    ("INT4", 0): [1, -7, 0, "12", None],
+    ("INT8", 0): [2**62, -(2**63), 2**64 - 1],
+    ("NUMERIC", 2): ["1.50", "-0.00", "7", "12.5", 3],
+    ("REAL8", 0): [1.5, -2.5e-07, 3, 1e300, 0.1],
+    ("STRING", 0): ["a", "", "東京", 5, True],
+    ("BOOLEAN", 0): [True, False, 1, "true"],
+    ("DATE", 0): ["2024-02-29", "1999-12-31"],
+    ("DATETIME", 0): ["2024-01-01 00:00:00.123456", "2024-01-01T10:00:00", "2023-12-31 23:59:59"],
+    ("BYTES", 0): ["0A0B", "ff"],
+}
+
+
+def typed_catalog() -> KafkaCatalog:
+    columns = [column("K", "INT4", 1, key=1)] + [
+        column(f"C{n}", kind, n + 2, scale) for n, (kind, scale) in enumerate(TYPED_VALUES)
+    ]
+    catalog = KafkaCatalog()
+    catalog.add_columns(columns)
+    return catalog
+
+
+def typed_dump(masks=("", "")) -> bytes:
+    """One message per value row of :data:`TYPED_VALUES`: INSERT, UPDATE, DELETE, REFRESH."""
+    lines = []
+    width = max(len(v) for v in TYPED_VALUES.values())
+    operations = ["INSERT", "UPDATE", "DELETE", "REFRESH"]
+    for row in range(width):
+        data = {"K": row}
+        for n, values in enumerate(TYPED_VALUES.values()):
+            if row % 3 != 2 or n % 2:  # now and then a key left out: an absent column
+                data[f"C{n}"] = values[row % len(values)]
+        operation = operations[row % 4]
+        headers = {
+            "operation": operation,
+            "changeSequence": "" if operation == "REFRESH" else f"{row + 1:035d}",
+            "timestamp": "" if operation == "REFRESH" else "2024-05-09T10:56:30.490",
+            "transactionId": "00FF",
+            "changeMask": masks[0] or None,
+            "columnMask": masks[1] or None,
+            "transactionEventCounter": row + 1,
+            "transactionLastEvent": row % 2 == 0,
+        }
+        message = {
+            "data": data,
+            "beforeData": data if operation == "UPDATE" else None,
+            "headers": headers,
+        }
+        envelope = {"magic": "atMSG", "type": "DT", "messageSchemaId": "ID1", "message": message}
+        lines.append(json.dumps({**envelope, "headers": None}, ensure_ascii=False))
+    return "".join(line + "\n" for line in lines).encode()
+
+
+@pytest.mark.parametrize("masks", [("", ""), ("0001", "3FF"), ("01", "3FE")])
+def test_values_of_every_type_read_as_the_reference_reads_them(masks):
+    """Integers beyond 2**63, NUMERIC text and integers, floats in a REAL8 column, text of
+    other types, booleans, dates and timestamps, hex; absent keys and columnMask bits."""
+    data = typed_dump(masks)
+    fast, reference = both(data, "T-0-00000000000000000000.jsonl", typed_catalog(), final=True)
+    if reference.rejects:
+        assert fast is None
+    else:
+        assert fast is not None
+        assert_same(fast, reference)
+
+
+def test_what_the_fast_path_leaves_to_the_reference():
+    """A number with a fraction in a NUMERIC column (``json`` reads a Decimal, orjson a
+    float), a message the reference rejects, a metadata message after data, JSON orjson
+    refuses, a nested value: the whole dump declines."""
+    name = "T-0-00000000000000000000.jsonl"
+    good = typed_dump()
+    assert both(good, name, typed_catalog(), final=True)[0] is not None
+    lines = good.split(b"\n")
+    for bad in (
+        lines[0].replace(b'"C2": "1.50"', b'"C2": 1.5'),
+        lines[0].replace(b'"INSERT"', b'"MERGE"'),
+        lines[0].replace(b'"C6": "2024-02-29"', b'"C6": "2024-02-30"'),
+        lines[0].replace(b'"C0": 1', b'"C0": NaN'),
+        lines[0].replace(b'"C4": "a"', b'"C4": {"x": 1}'),
+        b'{"magic": "atMSG", "type": "MD", "message": {}}',
+    ):
+        dump = b"\n".join([lines[1], bad, *lines[2:]])
+        assert both(dump, name, typed_catalog(), final=True)[0] is None, bad
+    assert both(good, name.replace(".jsonl", ".lpv"), typed_catalog(), final=True)[0] is None
+
+
+def test_a_fast_path_that_fails_leaves_the_dump_to_the_reference(monkeypatch, simulated_json):
+    """A bug of the fast path (an exception) costs speed, never the dump's rows."""
+    name, data = simulated_json[0]
+
+    def failing(*args, **kwargs):
+        raise IndexError("a bug")
+
+    monkeypatch.setattr(columnar, "decode_columnar", failing)
+    catalog = scanned(data, name)
+    context = {"kafka_catalog": catalog, "options": {}}
+    result = spec.decode(data, FileToDecode(name, context, 0, 0, None, True, True))
+    assert result.rows and result.table is None
+    assert_same(result, decode_dump_file(data, file_name=name, catalog=scanned(data, name)))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_damaged_dumps_decode_the_same_by_both_paths(simulated_json, data):
+    """Bytes flipped, cut or inserted anywhere in a simulated dump, lines of random text: the
+    fast path declines or gives what the reference gives, and so does staging's decode."""
+    name, source = simulated_json[1]
+    raw = bytearray(source[:6000])
+    for _ in range(data.draw(st.integers(1, 3))):
+        kind = data.draw(st.sampled_from(["flip", "cut", "insert", "line"]))
+        pos = data.draw(st.integers(0, len(raw) - 1))
+        if kind == "flip":
+            raw[pos] ^= 1 << data.draw(st.integers(0, 7))
+        elif kind == "cut":
+            del raw[max(pos, 1) :]
+        elif kind == "insert":
+            raw[pos:pos] = data.draw(st.binary(min_size=1, max_size=8))
+        else:
+            raw[pos:pos] = data.draw(st.text(max_size=40)).encode("utf-8", "replace") + b"\n"
+    final = data.draw(st.booleans())
+    catalog = scanned(simulated_json[0][1], simulated_json[0][0])
+    fast, reference = both(bytes(raw), name, catalog, final=final)
+    if fast is not None:  # an exception of the fast path fails the test here
+        assert_same(fast, reference)
+    context = {"kafka_catalog": catalog, "options": {}}
+    staged, reference = (
+        spec.decode(bytes(raw), FileToDecode(name, context, 0, 0, None, final, c))
+        for c in (True, False)
+    )
+    assert_same(staged, reference)
