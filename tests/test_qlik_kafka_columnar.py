@@ -9,6 +9,7 @@ rows, metadata, warnings and resume offset, or leaves the dump to the reference 
 from __future__ import annotations
 
 import json
+import struct
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,9 +19,10 @@ from python_udfs.feed_format import FileToDecode
 from python_udfs.qlik_kafka import columnar, spec
 from python_udfs.qlik_kafka.decoder import KafkaCatalog, decode_dump_file, scan_metadata
 from python_udfs.records import MetadataColumn
-from simulator.database import TABLES, simulate
+from simulator.database import TABLES, seed_catalog, simulate
 from simulator.qlik_kafka import write_kafka
 from tests import fast_paths
+from tests.test_qlik_kafka import _data_record, _md_line
 
 RAW = "raw_qlik_kafka"
 ITEM_MASTER = "qlik_kafka/item_master_update_16_columns.jsonl"
@@ -70,11 +72,32 @@ def test_the_real_samples_read_as_the_reference_reads_them(samples):
 
 
 @pytest.fixture(scope="module")
-def simulated_json(tmp_path_factory):
-    """The simulator's JSON Lines dumps (an MD message, then the data messages)."""
+def simulated_folder(tmp_path_factory):
+    """The simulator's dumps: SALES.CUSTOMERS in JSON Lines, SALES.ORDER_LINES in Avro
+    envelopes, HR.EMPLOYEES in Confluent framing (``schemas/1.avsc``)."""
     folder = tmp_path_factory.mktemp("kafka")
     write_kafka(simulate(seed=5, truncate_every=0), folder, TABLES)
-    return [(p.name, p.read_bytes()) for p in sorted(folder.glob("*.jsonl"))]
+    return folder
+
+
+@pytest.fixture(scope="module")
+def simulated_json(simulated_folder):
+    """The simulator's JSON Lines dumps (an MD message, then the data messages)."""
+    return [(p.name, p.read_bytes()) for p in sorted(simulated_folder.glob("*.jsonl"))]
+
+
+@pytest.fixture(scope="module")
+def simulated_lpv(simulated_folder):
+    """The simulator's ``.lpv`` dumps, and the catalog and options that resolve them: the MD
+    messages of the envelope dumps, the seed's columns, and the Confluent topic's table."""
+    dumps = [(p.name, p.read_bytes()) for p in sorted(simulated_folder.glob("*.lpv"))]
+    catalog = KafkaCatalog()
+    catalog.add_columns([c for cols in seed_catalog("qlik_kafka")[0].values() for c in cols])
+    for name, data in dumps:
+        catalog.add_columns(scan_metadata(data, file_name=name))
+    registry = {1: (simulated_folder / "schemas" / "1.avsc").read_text(encoding="utf-8")}
+    options = {"topic_tables": {"HR.EMPLOYEES": "HR.EMPLOYEES"}}
+    return dumps, catalog, {"registry_schemas": registry, "options": options}
 
 
 def test_every_simulated_json_dump_takes_the_fast_path_whole_resumed_and_cut(simulated_json):
@@ -96,6 +119,76 @@ def test_every_simulated_json_dump_takes_the_fast_path_whole_resumed_and_cut(sim
             fast, reference = both(text[: middle + 9], name, catalog, final=False)
             assert fast is not None and fast.consumed_end == middle
             assert_same(fast, reference)
+
+
+def test_every_simulated_avro_dump_takes_the_fast_path_whole_resumed_and_cut(simulated_lpv):
+    """Avro envelopes after their Avro MD message, and Confluent-framed records: read whole,
+    resumed at a frame and cut inside one (the partial frame waits); with a tombstone."""
+    dumps, catalog, context = simulated_lpv
+    assert {name.split("-")[0] for name, _ in dumps} == {"HR.EMPLOYEES", "SALES.ORDER_LINES"}
+    for name, data in dumps:
+        fast, reference = both(data, name, catalog, final=True, **context)
+        assert fast is not None and fast.table.num_rows > 10
+        assert_same(fast, reference)
+        middle = reference.rows[len(reference.rows) // 2]["record_offset"]
+        fast, reference = both(data, name, catalog, final=True, start=middle, **context)
+        assert fast is not None
+        assert_same(fast, reference)
+        fast, reference = both(data[: middle + 9], name, catalog, final=False, **context)
+        assert fast is not None and fast.consumed_end == middle
+        assert_same(fast, reference)
+        tombstone = data[:middle] + b"\xff\xff\xff\xff" + data[middle:]
+        fast, reference = both(tombstone, name, catalog, final=True, **context)
+        assert fast is not None and reference.warnings
+        assert_same(fast, reference)
+
+
+def test_the_formats_page_frame_and_its_confluent_framing(samples):
+    """The worked example of formats/qlik_kafka_messages.md (the real sample's REFRESH row in
+    an Avro envelope of 85 bytes, after the sample's MD message as JSON) and the same record in
+    Confluent framing followed by a tombstone."""
+    md, payload = _data_record(samples)
+    envelope = b"atMSG\x04DT\x00\x02\x40" + md["schemaId"].encode() + b"\x00"
+    envelope += bytes([len(payload) * 2]) + payload
+    catalog = scanned(_md_line(samples) + b"\n", "x.jsonl")
+    name = "salaries-0-00000000000000000000.lpv"
+    fast, reference = both(struct.pack(">I", 85) + envelope, name, catalog, final=True)
+    assert fast is not None and reference.rows[0]["value_format"] == "avro_envelope"
+    assert_same(fast, reference)
+    value = b"\x00\x00\x00\x00\x2a" + payload
+    frames = struct.pack(">I", len(value)) + value + b"\xff\xff\xff\xff"
+    context = {
+        "registry_schemas": {42: md["dataSchema"]},
+        "options": {"topic_tables": {"salaries": "employees.salaries"}},
+    }
+    fast, reference = both(frames, name, catalog, final=True, **context)
+    assert fast is not None and reference.rows[0]["value_format"] == "confluent"
+    assert_same(fast, reference)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_damaged_avro_dumps_decode_the_same_by_both_paths(simulated_lpv, data):
+    """Bytes flipped, set, cut or inserted anywhere in a simulated ``.lpv`` dump: the fast
+    path declines or gives what the reference gives."""
+    dumps, catalog, context = simulated_lpv
+    name, source = dumps[data.draw(st.integers(0, len(dumps) - 1))]
+    raw = bytearray(source[:8000])
+    for _ in range(data.draw(st.integers(1, 3))):
+        kind = data.draw(st.sampled_from(["flip", "set", "cut", "insert"]))
+        pos = data.draw(st.integers(0, len(raw) - 1))
+        if kind == "flip":
+            raw[pos] ^= 1 << data.draw(st.integers(0, 7))
+        elif kind == "set":
+            raw[pos] = data.draw(st.integers(0, 255))
+        elif kind == "cut":
+            del raw[max(pos, 1) :]
+        else:
+            raw[pos:pos] = data.draw(st.binary(min_size=1, max_size=6))
+    final = data.draw(st.booleans())
+    fast, reference = both(bytes(raw), name, catalog, final=final, **context)
+    if fast is not None:  # an exception of the fast path fails the test here
+        assert_same(fast, reference)
 
 
 def column(name: str, source_type: str, ordinal: int, scale: int = 0, key: int = 0):

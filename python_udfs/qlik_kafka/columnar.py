@@ -31,7 +31,9 @@ the same rows, metadata and warnings.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -42,6 +44,7 @@ import pyarrow.compute as pc
 from python_udfs.byte_fields import Decline, check
 from python_udfs.qlik_change_tables.decoder import _render_column, _text_timestamps
 from python_udfs.qlik_kafka import decoder as ref
+from python_udfs.qlik_kafka.avro_columns import AvroColumns
 from python_udfs.qlik_kafka.decoder import KafkaCatalog, TableMeta
 from python_udfs.records import DecodeResult
 
@@ -50,7 +53,7 @@ _MAP = pa.map_(pa.string(), pa.string())
 #: The header fields kept as text in the raw table, with ``""`` read as none.
 _TEXT_HEADERS = {"stream_position": "streamPosition", "transaction_id": "transactionId"}
 #: Python types a data value may have on the fast path (a nested object or array: reference).
-_SCALARS = (str, int, float, bool, type(None))
+_SCALARS = (str, int, float, bool, bytes, type(None))
 
 
 def decode_columnar(
@@ -72,7 +75,10 @@ def decode_columnar(
     what); never raises for bad input. The MD messages it meets go to a copy of ``catalog``.
     """
     opts = {**ref.DEFAULT_OPTIONS, **(options or {})}
-    if not ref._is_json_dump(file_name) or file_name.lower().endswith(".gz"):
+    lower = file_name.lower()
+    walks = {".jsonl": _JsonWalk, ".json": _JsonWalk, ".lpv": _LpvWalk}
+    walk_type = next((w for ext, w in walks.items() if lower.endswith(ext)), None)
+    if walk_type is None:
         return None
     if opts["ordinal_source"] != "metadata" or opts["envelope"] == "absent":
         return None
@@ -81,15 +87,35 @@ def decode_columnar(
         own.by_schema_id.update(catalog.by_schema_id)
         own.by_table.update(catalog.by_table)
     final = final or opts["incomplete_tail"] == "reject"
-    walk = _JsonWalk(data, file_name, own, registry_schemas or {}, opts, start, start_index)
+    walk = walk_type(data, file_name, own, registry_schemas or {}, opts, start, start_index)
     try:
         return walk.run(final)
     except (Decline, ref._Bad, orjson.JSONDecodeError):
         return None
 
 
-class _JsonWalk:
-    """One fast-path read of a JSON Lines dump, into ``result``; raises Decline."""
+@dataclass(frozen=True, slots=True)
+class _Image:
+    """One row image (``data`` or ``beforeData``) of a table's messages, by column.
+
+    ``is_null`` marks the messages whose image is null; ``keys`` are the column names any
+    image holds; ``values(name)`` returns the column's values of every message (a list of
+    Python values or an Arrow array) and where the image holds the key at all.
+    """
+
+    is_null: np.ndarray
+    keys: set[str]
+    values: Callable[[str], tuple[Any, np.ndarray]]
+
+
+class _Walk:
+    """One fast-path read of a dump, into ``result``; raises Decline."""
+
+    value_format = "json"
+    #: Whether the dump holds JSON values only (``.jsonl``), as the reference's framing says.
+    is_json = True
+    #: Whether a float value is the reference's float too (Avro); JSON's are Decimals there.
+    exact_floats = False
 
     def __init__(
         self,
@@ -106,6 +132,92 @@ class _JsonWalk:
         self.topic = ref.topic_of(file_name)
         self.result = DecodeResult(consumed_end=start)
 
+    def _metadata(self, kinds: list[str], values: list[bytes], offsets: np.ndarray) -> int:
+        """Read the metadata messages before the first data message, by the reference.
+
+        Returns the first data message's record; declines a metadata message after it.
+        """
+        first_data = next((i for i, kind in enumerate(kinds) if kind != "MD"), len(kinds))
+        check("MD" not in kinds[first_data:])
+        for i in range(first_data):
+            index = self.start_index + 1 + i
+            arguments = (self.topic, self.catalog, self.registry, self.opts, self.result)
+            value = ref._decode_value(values[i], *arguments, int(offsets[i]), index, self.is_json)
+            check(value is None)
+        return first_data
+
+    def _finish(self, parts: list[pa.Table], offsets: np.ndarray) -> DecodeResult:
+        """Put the tables' rows in record order, with their offsets and indexes."""
+        if parts:
+            table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+            record = table["_record"].to_numpy()
+            if len(parts) > 1:
+                order = np.argsort(record, kind="stable")
+                table, record = table.take(pa.array(order)), record[order]
+            table = table.drop_columns(["_record"])
+            table = table.append_column("record_offset", pa.array(offsets[record], pa.int64()))
+            index = self.start_index + 1 + record
+            self.result.table = table.append_column("record_index", pa.array(index, pa.int64()))
+            sequences = table["change_sequence"].drop_null()
+            check(pc.count_distinct(sequences).as_py() == len(sequences))  # the reference's
+        self.result.warnings.extend(sorted(self.opts.pop("_notes", ())))
+        return self.result
+
+    def _rows(
+        self,
+        meta: TableMeta,
+        header: Callable[[str], list[Any]],
+        images: dict[str, _Image],
+        schema_ids: list[Any],
+        records: np.ndarray,
+    ) -> pa.Table:
+        """Return the raw rows of one table's data messages (and their ``_record``).
+
+        ``header(field)`` gives a header field's value of every message (None where absent).
+        """
+        n = len(records)
+        columns = _header_columns(header, self.opts)
+        operation = columns["operation"].to_numpy(zero_copy_only=False)
+        check(not np.any((operation == "UPDATE") & images["data"].is_null))
+        table_columns, plan = self._columns(meta, images)
+        masks = (header("changeMask"), header("columnMask"))
+        present = _present(masks, operation, table_columns, plan, self.opts, columns)
+        for name, image in images.items():
+            columns[name] = _image_map(image, table_columns, plan, present, self.exact_floats)
+        check(all(s is None or type(s) is str for s in schema_ids))
+        names = [c.column_name for c in table_columns]
+        columns.update(
+            value_format=pa.repeat(pa.scalar(self.value_format), n),
+            message_type=pa.repeat(pa.scalar("DT"), n),
+            message_schema_id=pa.array(schema_ids, pa.string()),
+            source_schema=pa.repeat(pa.scalar(meta.source_schema, pa.string()), n),
+            source_table=pa.repeat(pa.scalar(meta.source_table, pa.string()), n),
+            table_version=pa.repeat(pa.scalar(meta.table_version, pa.int64()), n),
+            column_names=pa.repeat(pa.scalar(names, pa.list_(pa.string())), n),
+            _record=pa.array(records, pa.int64()),
+        )
+        return pa.table(columns)
+
+    def _columns(self, meta: TableMeta, images: dict[str, _Image]) -> tuple[list, Any]:
+        """Return the columns the masks index and their image plan.
+
+        The table's metadata columns; for a table without metadata the data keys, which every
+        message must list alike (:func:`decoder._message_columns`, which notes the table).
+        """
+        overflow = self.opts["subsecond_overflow"]
+        if meta.columns:
+            return meta.columns, meta.image_plan(overflow)
+        keys = self._data_keys(images)
+        columns = ref._message_columns(meta, dict.fromkeys(keys), self.opts)
+        return columns, ref._ImagePlan.of(columns, overflow)
+
+    def _data_keys(self, images: dict[str, _Image]) -> list[str]:
+        raise Decline  # the JSON walk reads tables without metadata
+
+
+class _JsonWalk(_Walk):
+    """One fast-path read of a JSON Lines dump."""
+
     def run(self, final: bool) -> DecodeResult:
         """Read every line; the data messages' rows go to ``result.table``."""
         offsets, ends = _line_bounds(self.data, self.start, final)
@@ -119,50 +231,13 @@ class _JsonWalk:
             lines = [line.rstrip(b"\n") for line in lines]
         check(all(line.strip() for line in lines))
         objects = [orjson.loads(line) for line in lines]
-        first_data = self._metadata(objects, lines, offsets)
+        first_data = self._metadata([_kind(o) for o in objects], lines, offsets)
         messages = [_data_message(o, self.opts["envelope"]) for o in objects[first_data:]]
         parts = [
-            self._table_rows(meta, [messages[i] for i in group], first_data + group)
+            self._table(meta, [messages[i] for i in group], first_data + group)
             for meta, group in self._by_table(messages)
         ]
-        if parts:
-            table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-            line = table["_line"].to_numpy()
-            if len(parts) > 1:
-                order = np.argsort(line, kind="stable")
-                table, line = table.take(pa.array(order)), line[order]
-            table = table.drop_columns(["_line"])
-            table = table.append_column("record_offset", pa.array(offsets[line], pa.int64()))
-            index = self.start_index + 1 + line
-            self.result.table = table.append_column("record_index", pa.array(index, pa.int64()))
-            sequences = table["change_sequence"].drop_null()
-            check(pc.count_distinct(sequences).as_py() == len(sequences))  # the reference's
-        self.result.warnings.extend(sorted(self.opts.pop("_notes", ())))
-        return self.result
-
-    def _metadata(self, objects: list[Any], lines: list[bytes], offsets: np.ndarray) -> int:
-        """Read the metadata messages before the first data message, by the reference.
-
-        Returns the first data message's line; declines a metadata message after it.
-        """
-        kinds = [_kind(o) for o in objects]
-        first_data = next((i for i, kind in enumerate(kinds) if kind != "MD"), len(kinds))
-        check("MD" not in kinds[first_data:])
-        for i in range(first_data):
-            index = self.start_index + 1 + i
-            value = ref._decode_value(
-                lines[i],
-                self.topic,
-                self.catalog,
-                self.registry,
-                self.opts,
-                self.result,
-                int(offsets[i]),
-                index,
-                True,
-            )
-            check(value is None)
-        return first_data
+        return self._finish(parts, offsets)
 
     def _by_table(self, messages: list[tuple[dict, Any]]):
         """Yield ``(table metadata, positions in messages)`` of each table the messages name."""
@@ -175,55 +250,217 @@ class _JsonWalk:
             meta = ref._resolve(message, schema_id, self.topic, self.catalog, self.opts)
             yield meta, np.flatnonzero(group == n)
 
-    def _table_rows(
-        self, meta: TableMeta, messages: list[tuple[dict, Any]], lines: np.ndarray
-    ) -> pa.Table:
-        """Return the raw rows of one table's data messages (and their ``_line``)."""
-        n = len(messages)
+    def _table(self, meta: TableMeta, messages: list[tuple[dict, Any]], records) -> pa.Table:
+        """Return the raw rows of one table's JSON data messages."""
         bodies = [m for m, _ in messages]
         headers = [m.get("headers") or {} for m in bodies]
         check(all(type(h) is dict for h in headers))
-        columns = _header_columns(headers, self.opts)
-        operation = columns["operation"].to_numpy(zero_copy_only=False)
+        self.bodies = bodies
         images = {
-            "data": [m.get("data") for m in bodies],
-            "before_data": [m.get("beforeData") for m in bodies],
+            "data": _json_image([m.get("data") for m in bodies]),
+            "before_data": _json_image([m.get("beforeData") for m in bodies]),
         }
-        for image in images.values():
-            check(all(v is None or type(v) is dict for v in image))
-        check(not np.any((operation == "UPDATE") & np.array([v is None for v in images["data"]])))
-        table_columns, plan = self._columns(meta, bodies)
-        present = _present(headers, operation, table_columns, plan, self.opts, columns)
-        for name, image in images.items():
-            columns[name] = _image_map(image, table_columns, plan, present)
         schema_ids = [schema_id for _, schema_id in messages]
-        check(all(s is None or type(s) is str for s in schema_ids))
-        names = [c.column_name for c in table_columns]
-        columns.update(
-            value_format=pa.repeat(pa.scalar("json"), n),
-            message_type=pa.repeat(pa.scalar("DT"), n),
-            message_schema_id=pa.array(schema_ids, pa.string()),
-            source_schema=pa.repeat(pa.scalar(meta.source_schema, pa.string()), n),
-            source_table=pa.repeat(pa.scalar(meta.source_table, pa.string()), n),
-            table_version=pa.repeat(pa.scalar(meta.table_version, pa.int64()), n),
-            column_names=pa.repeat(pa.scalar(names, pa.list_(pa.string())), n),
-            _line=pa.array(lines, pa.int64()),
+        return self._rows(
+            meta, lambda field: [h.get(field) for h in headers], images, schema_ids, records
         )
-        return pa.table(columns)
 
-    def _columns(self, meta: TableMeta, bodies: list[dict]) -> tuple[list, Any]:
-        """Return the columns the masks index and their image plan.
-
-        The table's metadata columns; for a table without metadata the data keys, which every
-        message must list alike (:func:`decoder._message_columns`, which notes the table).
-        """
-        overflow = self.opts["subsecond_overflow"]
-        if meta.columns:
-            return meta.columns, meta.image_plan(overflow)
-        keys = [list(m.get("data") or m.get("beforeData") or {}) for m in bodies]
+    def _data_keys(self, images: dict[str, _Image]) -> list[str]:
+        keys = [list(m.get("data") or m.get("beforeData") or {}) for m in self.bodies]
         check(all(k == keys[0] for k in keys))
-        columns = ref._message_columns(meta, dict.fromkeys(keys[0]), self.opts)
-        return columns, ref._ImagePlan.of(columns, overflow)
+        return keys[0]
+
+
+class _LpvWalk(_Walk):
+    """One fast-path read of a ``.lpv`` dump of Avro values (envelopes or Confluent framing)."""
+
+    exact_floats = True
+    is_json = False
+
+    def run(self, final: bool) -> DecodeResult:
+        """Read every frame; the data messages' rows go to ``result.table``."""
+        offsets, ends, tombstones = _lpv_frames(self.data, self.start, final)
+        if not len(offsets):
+            return self.result
+        self.result.consumed_end = int(ends[-1])
+        value_start = np.where(tombstones, ends, offsets + 4)
+        if tombstones.any():
+            check(self.opts["tombstones"] == "count_and_skip")
+        heads = [self.data[a : a + 8] for a in value_start.tolist()]
+        kinds = [
+            "DT" if tombstone else _avro_kind(head, self.opts)
+            for head, tombstone in zip(heads, tombstones.tolist(), strict=True)
+        ]
+        values = [self.data[a:b] for a, b in zip(value_start.tolist(), ends.tolist(), strict=True)]
+        first_data = self._metadata(kinds, values, offsets)
+        records = np.arange(first_data, len(offsets))
+        records = records[~tombstones[first_data:]]
+        parts = [
+            self._table(*group)
+            for group in self._groups(records, [heads[r] for r in records], value_start, ends)
+        ]
+        result = self._finish(parts, offsets)
+        if tombstones.any():
+            result.warnings.append(f"{int(tombstones.sum())} tombstone value(s) skipped")
+        return result
+
+    def _groups(self, records, heads, value_start, ends):
+        """Yield ``(meta, records, payload starts, ends, value format, schema text, schema ids)``.
+
+        Envelopes are read with :class:`AvroColumns` up to their ``message``; a Confluent value's
+        payload follows its 5-byte header. One group per schema id (envelopes) or registry id.
+        """
+        envelope = np.array([h.startswith(ref._AVRO_DT_ENVELOPE) for h in heads], dtype=bool)
+        if envelope.any():
+            chosen = records[envelope]
+            reader = AvroColumns(
+                self.data, value_start[chosen] + len(ref._AVRO_DT_ENVELOPE), ends[chosen]
+            )
+            rows = np.arange(len(chosen))
+            check(np.all(reader.varint(rows) == 0))  # headers: null
+            ids = reader.read_value(["null", "string"], rows).to_pylist()
+            check(np.all(reader.varint(rows) == 0))  # messageSchema: null (the id names it)
+            size = reader.varint(rows)
+            payload = reader.pos.copy()
+            check(np.array_equal(payload + size, ends[chosen]))
+            for schema_id in dict.fromkeys(ids):
+                take = np.array([i == schema_id for i in ids], dtype=bool)
+                meta = ref._resolve({}, schema_id, self.topic, self.catalog, self.opts)
+                check(bool(meta.data_schema))
+                yield (
+                    meta,
+                    chosen[take],
+                    payload[take],
+                    ends[chosen][take],
+                    "avro_envelope",
+                    meta.data_schema,
+                    [schema_id] * int(take.sum()),
+                )
+        confluent = records[~envelope]
+        if len(confluent):
+            registry_ids = [
+                int.from_bytes(heads_i[1:5], "big")
+                for heads_i in [self.data[a : a + 5] for a in value_start[confluent].tolist()]
+            ]
+            meta = ref._table_for_topic(self.topic, self.catalog, self.opts)
+            check(meta is not None)
+            for registry_id in dict.fromkeys(registry_ids):
+                take = np.array([i == registry_id for i in registry_ids], dtype=bool)
+                schema_text = self.registry.get(registry_id)
+                check(schema_text is not None)
+                rows = confluent[take]
+                yield (
+                    meta,
+                    rows,
+                    value_start[rows] + 5,
+                    ends[rows],
+                    "confluent",
+                    schema_text,
+                    [None] * len(rows),
+                )
+
+    def _table(
+        self, meta, records, starts, ends, value_format, schema_text, schema_ids
+    ) -> pa.Table:
+        """Return the raw rows of one table's Avro data messages of one schema."""
+        try:
+            schema = json.loads(schema_text)
+        except ValueError as exc:
+            raise Decline from exc
+        check(bool(meta.columns))
+        record = AvroColumns(self.data, starts, ends).read(schema)
+        check(pa.types.is_struct(record.type))
+        fields = {f.name for f in record.type}
+        check({"data", "headers"} <= fields and fields <= {"data", "beforeData", "headers"})
+        headers = record.field("headers")
+        check(pa.types.is_struct(headers.type) and headers.null_count == 0)
+        header_names = {f.name for f in headers.type}
+
+        def header(name: str) -> list[Any]:
+            if name not in header_names:
+                return [None] * len(records)
+            return headers.field(name).to_pylist()
+
+        images = {
+            "data": _avro_image(record.field("data")),
+            "before_data": _avro_image(
+                record.field("beforeData") if "beforeData" in fields else pa.nulls(len(records))
+            ),
+        }
+        self.value_format = value_format
+        return self._rows(meta, header, images, schema_ids, records)
+
+
+def _lpv_frames(data: bytes, start: int, final: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return each frame's offset, end and whether it is a tombstone, from ``start``.
+
+    Declines a frame that overruns a final dump (the reference rejects it); in a dump still
+    being written the frames stop before it (:func:`decoder._length_prefixed_frames`).
+    """
+    offsets, ends, tombstones = [], [], []
+    pos, size, unpack = start, len(data), ref._FRAME_LEN.unpack_from
+    while pos < size:
+        if pos + 4 > size:
+            check(not final)
+            break
+        (length,) = unpack(data, pos)
+        end = pos + 4 if length == ref._TOMBSTONE else pos + 4 + length
+        if end > size:
+            check(not final)
+            break
+        offsets.append(pos)
+        ends.append(end)
+        tombstones.append(length == ref._TOMBSTONE)
+        pos = end
+    return np.array(offsets, np.int64), np.array(ends, np.int64), np.array(tombstones, bool)
+
+
+def _avro_kind(head: bytes, opts: Mapping[str, Any]) -> str:
+    """Return ``MD`` or ``DT`` of an Avro value from its first bytes; decline other values.
+
+    An envelope (``atMSG``) of type MD or DT, or a Confluent-framed value (``00`` and a 4-byte
+    registry id) with ``confluent_framing: auto``; a plain record goes to the reference.
+    """
+    if head.startswith(ref.MAGIC):
+        check(opts["envelope"] != "absent")
+        if head.startswith(ref._AVRO_DT_ENVELOPE):
+            return "DT"
+        check(head.startswith(ref.MAGIC + b"\x04MD"))
+        return "MD"
+    check(opts["envelope"] != "required" and opts["confluent_framing"] == "auto")
+    check(len(head) >= 5 and head[0] == ref.CONFLUENT_MAGIC)
+    return "DT"
+
+
+def _avro_image(image: pa.Array) -> _Image:
+    """Return the :class:`_Image` of Avro records (a struct array; a null record is null)."""
+    is_null = image.is_null().to_numpy(zero_copy_only=False)
+    if pa.types.is_null(image.type):
+        return _Image(is_null, set(), lambda name: (None, np.zeros(len(image), dtype=bool)))
+    check(pa.types.is_struct(image.type))
+    names = {f.name for f in image.type}
+
+    def values(name: str) -> tuple[Any, np.ndarray]:
+        if name not in names:
+            return None, np.zeros(len(image), dtype=bool)
+        return image.field(name), ~is_null
+
+    return _Image(is_null, names, values)
+
+
+def _json_image(images: list[Any]) -> _Image:
+    """Return the :class:`_Image` of JSON objects (dicts or None)."""
+    check(all(v is None or type(v) is dict for v in images))
+    keys: set[str] = set()
+    for image in images:
+        if image is not None:
+            keys.update(image)
+
+    def values(name: str) -> tuple[list[Any], np.ndarray]:
+        found = [_MISSING if v is None else v.get(name, _MISSING) for v in images]
+        return found, np.array([v is not _MISSING for v in found], dtype=bool)
+
+    return _Image(np.array([v is None for v in images], dtype=bool), keys, values)
 
 
 def _line_bounds(data: bytes, start: int, final: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -269,11 +506,14 @@ def _data_message(obj: dict, envelope_mode: str) -> tuple[dict, Any]:
     return message, obj.get("messageSchemaId")
 
 
-def _header_columns(headers: list[dict], opts: Mapping[str, Any]) -> dict[str, pa.Array]:
-    """Return the header columns of the raw rows, checked as :func:`decoder._checked_headers`."""
-    operation = [h.get("operation") for h in headers]
+def _header_columns(header: Callable[[str], list[Any]], opts: Mapping[str, Any]) -> dict:
+    """Return the header columns of the raw rows, checked as :func:`decoder._checked_headers`.
+
+    ``header(field)`` gives a header field's value of every message (None where absent).
+    """
+    operation = header("operation")
     check(set(operation) <= set(ref.OPERATIONS))
-    sequence = [h.get("changeSequence") or "" for h in headers]
+    sequence = [s or "" for s in header("changeSequence")]
     check(all(type(s) is str for s in sequence))
     operations = pa.array(operation, pa.string())
     sequences = pa.array(sequence, pa.string())
@@ -285,24 +525,21 @@ def _header_columns(headers: list[dict], opts: Mapping[str, Any]) -> dict[str, p
         "change_sequence": pc.if_else(pc.equal(sequences, ""), None, sequences),
     }
     for name, field in _TEXT_HEADERS.items():
-        values = [h.get(field) or None for h in headers]
+        values = [v or None for v in header(field)]
         check(all(v is None or type(v) is str for v in values))
         columns[name] = pa.array(values, pa.string())
-    external = [h.get("externalSchemaId") for h in headers]
+    external = header("externalSchemaId")
     check(all(v is None or type(v) is str for v in external))
     columns["external_schema_id"] = pa.array(external, pa.string())
-    counter = [h.get("transactionEventCounter") for h in headers]
-    last = [h.get("transactionLastEvent") for h in headers]
+    counter, last = header("transactionEventCounter"), header("transactionLastEvent")
     check(all(v is None or type(v) is int for v in counter))
     check(all(v is None or type(v) is bool for v in last))
     if opts["missing_transaction_fields"] == "reject":
-        missing = pc.or_(
-            pa.array([v is None for v in counter]), pa.array([v is None for v in last])
-        )
+        missing = pa.array([a is None or b is None for a, b in zip(counter, last, strict=True)])
         check(not pc.any(pc.and_(change, missing)).as_py())
     columns["transaction_event_counter"] = pa.array(counter, pa.int64())
     columns["transaction_last_event"] = pa.array(last, pa.bool_())
-    columns["timestamp"] = _timestamps([h.get("timestamp") for h in headers], opts)
+    columns["timestamp"] = _timestamps(header("timestamp"), opts)
     return columns
 
 
@@ -320,61 +557,58 @@ def _timestamps(values: list[Any], opts: Mapping[str, Any]) -> pa.Array:
     return pa.array(out, pa.string()).take(pc.index_in(texts, distinct))
 
 
-def _present(headers, operation, table_columns, plan, opts, columns) -> np.ndarray:
+_MASK_TYPES = (str, bytes, type(None))
+
+
+def _present(masks, operation, table_columns, plan, opts, columns) -> np.ndarray:
     """Return which columns each message leaves present (rows × columns), masks checked.
 
-    Sets ``change_mask`` and ``column_mask`` in ``columns``. The masks are read and checked
-    once per distinct pair and operation (:func:`decoder._masks`,
-    :func:`decoder._check_present`).
+    ``masks`` are the ``changeMask`` and ``columnMask`` values of every message. Sets
+    ``change_mask`` and ``column_mask`` in ``columns``. The masks are read and checked once per
+    distinct pair and operation (:func:`decoder._masks`, :func:`decoder._check_present`).
     """
     width = len(table_columns)
-    pairs = [(h.get("changeMask"), h.get("columnMask")) for h in headers]
-    check(all(type(a) in (str, type(None)) and type(b) in (str, type(None)) for a, b in pairs))
-    keys = [(a, b, op) for (a, b), op in zip(pairs, operation.tolist(), strict=True)]
+    check(all(type(m) in _MASK_TYPES for values in masks for m in values))
+    keys = list(zip(*masks, operation.tolist(), strict=True))
     distinct = {key: n for n, key in enumerate(dict.fromkeys(keys))}
-    which = np.array([distinct[key] for key in keys], dtype=np.int64)
-    masks, rows = [], np.zeros((len(distinct), width), dtype=bool)
+    which = pa.array(np.array([distinct[key] for key in keys], dtype=np.int64))
+    texts, rows = [], np.zeros((len(distinct), width), dtype=bool)
     for (change, column, op), n in distinct.items():
         change_mask, column_mask, changed, present_bits, present = ref._masks(
             change, column, opts["mask_bit_order"], width
         )
         if present_bits is not None:
             ref._check_present(table_columns, plan.key_positions, changed, present, op)
-        masks.append((change_mask or None, column_mask or None))
+        texts.append((change_mask or None, column_mask or None))
         rows[n, sorted(present)] = True
-    columns["change_mask"] = pa.array([m[0] for m in masks], pa.string()).take(pa.array(which))
-    columns["column_mask"] = pa.array([m[1] for m in masks], pa.string()).take(pa.array(which))
-    return rows[which]
+    columns["change_mask"] = pa.array([t[0] for t in texts], pa.string()).take(which)
+    columns["column_mask"] = pa.array([t[1] for t in texts], pa.string()).take(which)
+    return rows[which.to_numpy()]
 
 
 def _image_map(
-    images: list[dict | None], table_columns: list, plan, present: np.ndarray
+    image: _Image, table_columns: list, plan, present: np.ndarray, exact_floats: bool
 ) -> pa.MapArray:
     """Return ``data`` or ``before_data``: each image's present columns as canonical text.
 
     A column is absent where its ``columnMask`` bit is clear or its key is missing; a null
     image is a null map (:func:`decoder._image`).
     """
-    n = len(images)
-    is_null = np.array([image is None for image in images])
-    known: set[str] = set()
-    for image in images:
-        if image is not None:
-            known.update(image)
-    check(plan.names.issuperset(known))
+    n = len(image.is_null)
+    if not image.is_null.all():
+        check(plan.names.issuperset(image.keys))
     width = len(plan.renderers)
     kept = np.zeros((n, width), dtype=bool)
     rendered = []
     for i, name, _render in plan.renderers:
-        values = [_MISSING if image is None else image.get(name, _MISSING) for image in images]
-        here = np.array([v is not _MISSING for v in values]) & present[:, i]
+        values, has_key = image.values(name)
+        here = has_key & present[:, i] & ~image.is_null
         kept[:, i] = here
-        kept_values = [v for v, h in zip(values, here.tolist(), strict=True) if h]
-        rendered.append(_rendered(kept_values, table_columns[i], plan.overflow))
-    items = pa.concat_arrays(rendered)
+        rendered.append(_rendered(values, here, table_columns[i], plan.overflow, exact_floats))
+    items = pa.concat_arrays(rendered) if rendered else pa.array([], pa.string())
     # rendered column i holds its kept rows in row order: the entry of (row r, column i) is
     # at column i's start plus the number of kept rows of column i before r
-    starts = np.concatenate(([0], np.cumsum(kept.sum(axis=0))[:-1]))
+    starts = np.concatenate(([0], np.cumsum(kept.sum(axis=0))[:-1])).astype(np.int64)
     rank = np.cumsum(kept, axis=0) - kept
     pick = (starts[None, :] + rank)[kept]
     column = np.nonzero(kept)[1]
@@ -383,9 +617,9 @@ def _image_map(
     names = pa.array([name for _, name, _ in plan.renderers], pa.string())
     return pa.MapArray.from_arrays(
         pa.array(offsets),
-        names.take(pa.array(column)),
-        items.take(pa.array(pick)),
-        mask=pa.array(is_null),
+        names.take(pa.array(column, pa.int64())),
+        items.take(pa.array(pick, pa.int64())),
+        mask=pa.array(image.is_null),
     )
 
 
@@ -395,31 +629,38 @@ _RENDERED_TYPES = (
     pa.types.is_floating,
     pa.types.is_string,
     pa.types.is_boolean,
+    pa.types.is_binary,
 )
 
 
-def _rendered(values: list[Any], column, overflow: str) -> pa.Array:
-    """Render one column's present values as :func:`decoder._image` does (canonical text).
+def _rendered(values: Any, here: np.ndarray, column, overflow: str, exact_floats: bool):
+    """Render the values of one column ``here`` as :func:`decoder._image` does.
 
-    By the change tables' Arrow renderer where the values have one JSON type, else value by
-    value with the reference's renderer; declines a value the reference rejects, a nested
-    value, and a number with a fraction in a column that is not REAL4/REAL8.
+    ``values`` is a list of Python values or an Arrow array, of every message. By the change
+    tables' Arrow renderer where the values have one type, else value by value with the
+    reference's renderer; declines a value the reference rejects, a nested value, and (JSON)
+    a number with a fraction in a column that is not REAL4/REAL8 or untyped.
     """
-    real = column.source_type.upper() in ("REAL4", "REAL8", "")  # "": typed by JSON type
-    try:
-        array = pa.array(values)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        array = None
+    floats = exact_floats or column.source_type.upper() in ("REAL4", "REAL8", "")
+    if isinstance(values, pa.Array):
+        array = values.filter(pa.array(here))
+    else:
+        values = [v for v, h in zip(values, here.tolist(), strict=True) if h]
+        try:
+            array = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            array = None
     try:
         if array is None or not column.source_type:
+            values = values if array is None else array.to_pylist()
             check(all(type(v) in _SCALARS for v in values))
-            check(real or not any(type(v) is float for v in values))
+            check(floats or not any(type(v) is float for v in values))
             render = ref._renderer(column, overflow)
             return pa.array([render(v) for v in values], pa.string())
         if pa.types.is_null(array.type):
             return pa.nulls(len(array), pa.string())
         check(any(test(array.type) for test in _RENDERED_TYPES))
-        check(real or not pa.types.is_floating(array.type))
+        check(floats or not pa.types.is_floating(array.type))
         return _render_column(array, column, overflow).cast(pa.string())
     except ValueError as exc:
         raise Decline from exc
