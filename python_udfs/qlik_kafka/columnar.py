@@ -132,18 +132,19 @@ class _Walk:
         self.topic = ref.topic_of(file_name)
         self.result = DecodeResult(consumed_end=start)
 
-    def _metadata(self, kinds: list[str], values: list[bytes], offsets: np.ndarray) -> int:
+    def _metadata(self, kinds: list[str], value: Callable[[int], bytes], offsets) -> int:
         """Read the metadata messages before the first data message, by the reference.
 
-        Returns the first data message's record; declines a metadata message after it.
+        ``value(i)`` is record ``i``'s value. Returns the first data message's record;
+        declines a metadata message after it.
         """
         first_data = next((i for i, kind in enumerate(kinds) if kind != "MD"), len(kinds))
         check("MD" not in kinds[first_data:])
         for i in range(first_data):
             index = self.start_index + 1 + i
             arguments = (self.topic, self.catalog, self.registry, self.opts, self.result)
-            value = ref._decode_value(values[i], *arguments, int(offsets[i]), index, self.is_json)
-            check(value is None)
+            decoded = ref._decode_value(value(i), *arguments, int(offsets[i]), index, self.is_json)
+            check(decoded is None)
         return first_data
 
     def _finish(self, parts: list[pa.Table], offsets: np.ndarray) -> DecodeResult:
@@ -231,7 +232,7 @@ class _JsonWalk(_Walk):
             lines = [line.rstrip(b"\n") for line in lines]
         check(all(line.strip() for line in lines))
         objects = [orjson.loads(line) for line in lines]
-        first_data = self._metadata([_kind(o) for o in objects], lines, offsets)
+        first_data = self._metadata([_kind(o) for o in objects], lines.__getitem__, offsets)
         messages = [_data_message(o, self.opts["envelope"]) for o in objects[first_data:]]
         parts = [
             self._table(meta, [messages[i] for i in group], first_data + group)
@@ -286,31 +287,25 @@ class _LpvWalk(_Walk):
         value_start = np.where(tombstones, ends, offsets + 4)
         if tombstones.any():
             check(self.opts["tombstones"] == "count_and_skip")
-        heads = [self.data[a : a + 8] for a in value_start.tolist()]
-        kinds = [
-            "DT" if tombstone else _avro_kind(head, self.opts)
-            for head, tombstone in zip(heads, tombstones.tolist(), strict=True)
-        ]
-        values = [self.data[a:b] for a, b in zip(value_start.tolist(), ends.tolist(), strict=True)]
-        first_data = self._metadata(kinds, values, offsets)
+        envelope, kinds = _avro_kinds(self.data, value_start, ends, tombstones, self.opts)
+        first_data = self._metadata(kinds, lambda i: self.data[value_start[i] : ends[i]], offsets)
         records = np.arange(first_data, len(offsets))
         records = records[~tombstones[first_data:]]
         parts = [
             self._table(*group)
-            for group in self._groups(records, [heads[r] for r in records], value_start, ends)
+            for group in self._groups(records, envelope[records], value_start, ends)
         ]
         result = self._finish(parts, offsets)
         if tombstones.any():
             result.warnings.append(f"{int(tombstones.sum())} tombstone value(s) skipped")
         return result
 
-    def _groups(self, records, heads, value_start, ends):
+    def _groups(self, records, envelope, value_start, ends):
         """Yield ``(meta, records, payload starts, ends, value format, schema text, schema ids)``.
 
         Envelopes are read with :class:`AvroColumns` up to their ``message``; a Confluent value's
         payload follows its 5-byte header. One group per schema id (envelopes) or registry id.
         """
-        envelope = np.array([h.startswith(ref._AVRO_DT_ENVELOPE) for h in heads], dtype=bool)
         if envelope.any():
             chosen = records[envelope]
             reader = AvroColumns(
@@ -339,8 +334,8 @@ class _LpvWalk(_Walk):
         confluent = records[~envelope]
         if len(confluent):
             registry_ids = [
-                int.from_bytes(heads_i[1:5], "big")
-                for heads_i in [self.data[a : a + 5] for a in value_start[confluent].tolist()]
+                int.from_bytes(self.data[a + 1 : a + 5], "big")
+                for a in value_start[confluent].tolist()
             ]
             meta = ref._table_for_topic(self.topic, self.catalog, self.opts)
             check(meta is not None)
@@ -415,21 +410,29 @@ def _lpv_frames(data: bytes, start: int, final: bool) -> tuple[np.ndarray, np.nd
     return np.array(offsets, np.int64), np.array(ends, np.int64), np.array(tombstones, bool)
 
 
-def _avro_kind(head: bytes, opts: Mapping[str, Any]) -> str:
-    """Return ``MD`` or ``DT`` of an Avro value from its first bytes; decline other values.
+def _avro_kinds(data: bytes, start: np.ndarray, end: np.ndarray, tombstones: np.ndarray, opts):
+    """Tell each ``.lpv`` value from its first bytes: ``(is a DT envelope, kinds)``.
 
-    An envelope (``atMSG``) of type MD or DT, or a Confluent-framed value (``00`` and a 4-byte
-    registry id) with ``confluent_framing: auto``; a plain record goes to the reference.
+    ``kinds`` is ``MD`` or ``DT`` per value (a tombstone counts as DT). A value is an envelope
+    (``atMSG``) of type MD or DT, or a Confluent-framed record (``00`` and a 4-byte registry id)
+    with ``confluent_framing: auto``; a plain record or any other value declines the dump
+    (:func:`decoder._open_any`, :func:`decoder._avro_payload`).
     """
-    if head.startswith(ref.MAGIC):
-        check(opts["envelope"] != "absent")
-        if head.startswith(ref._AVRO_DT_ENVELOPE):
-            return "DT"
-        check(head.startswith(ref.MAGIC + b"\x04MD"))
-        return "MD"
-    check(opts["envelope"] != "required" and opts["confluent_framing"] == "auto")
-    check(len(head) >= 5 and head[0] == ref.CONFLUENT_MAGIC)
-    return "DT"
+    buf = np.frombuffer(data + bytes(8), np.uint8)
+    head = buf[start[:, None] + np.arange(8)]
+
+    def starts_with(prefix: bytes) -> np.ndarray:
+        return np.all(head[:, : len(prefix)] == np.frombuffer(prefix, np.uint8), axis=1)
+
+    magic = starts_with(ref.MAGIC) & ~tombstones
+    dt, md = starts_with(ref._AVRO_DT_ENVELOPE) & magic, starts_with(ref.MAGIC + b"\x04MD") & magic
+    check(not np.any(magic & ~dt & ~md))
+    check(not magic.any() or opts["envelope"] != "absent")
+    bare = ~magic & ~tombstones
+    if bare.any():
+        check(opts["envelope"] != "required" and opts["confluent_framing"] == "auto")
+        check(np.all((head[bare, 0] == ref.CONFLUENT_MAGIC) & (end[bare] - start[bare] >= 5)))
+    return dt, np.where(md, "MD", "DT").tolist()
 
 
 def _avro_image(image: pa.Array) -> _Image:
