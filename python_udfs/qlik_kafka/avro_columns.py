@@ -71,6 +71,7 @@ class AvroColumns:
 
     def varint(self, rows: np.ndarray) -> np.ndarray:
         """Read a zig-zag varint (``int``, ``long``, a length or an index) of every row."""
+        check(np.all(self.pos[rows] < self.end[rows]))  # every value takes a byte at least
         cells = self.buf[self.pos[rows][:, None] + np.arange(_VARINT_BYTES)]
         last = cells < 0x80
         check(np.all(last.any(axis=1)))
@@ -116,6 +117,7 @@ class AvroColumns:
         return pa.array(self.varint(rows), pa.int64())
 
     def _boolean(self, schema: Any, rows: np.ndarray) -> pa.Array:
+        check(np.all(self.pos[rows] < self.end[rows]))
         byte = self.buf[self.pos[rows]]
         check(np.all(byte <= 1))
         self.pos[rows] += 1
@@ -123,6 +125,7 @@ class AvroColumns:
 
     def _fixed_width(self, schema: Any, rows: np.ndarray) -> pa.Array:
         dtype, size = _PRIMITIVE_BYTES[schema]
+        check(np.all(self.pos[rows] + size <= self.end[rows]))
         cells = self.buf[self.pos[rows][:, None] + np.arange(size)]
         self.pos[rows] += size
         return pa.array(

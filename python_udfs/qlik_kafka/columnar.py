@@ -243,6 +243,7 @@ class _JsonWalk(_Walk):
     def _by_table(self, messages: list[tuple[dict, Any]]):
         """Yield ``(table metadata, positions in messages)`` of each table the messages name."""
         keys = [(m.get("schema"), m.get("table"), schema_id) for m, schema_id in messages]
+        check(all(type(k) in (str, type(None)) for key in keys for k in key))
         distinct = {key: n for n, key in enumerate(dict.fromkeys(keys))}
         group = np.array([distinct[key] for key in keys], dtype=np.int64)
         for key, n in distinct.items():
@@ -359,8 +360,9 @@ class _LpvWalk(_Walk):
     ) -> pa.Table:
         """Return the raw rows of one table's Avro data messages of one schema."""
         try:
+            ref._parsed_schema(schema_text)  # a schema fastavro refuses is the reference's
             schema = json.loads(schema_text)
-        except ValueError as exc:
+        except Exception as exc:  # noqa: BLE001 - as the reference: any parse failure
             raise Decline from exc
         check(bool(meta.columns))
         record = AvroColumns(self.data, starts, ends).read(schema)
@@ -515,7 +517,7 @@ def _header_columns(header: Callable[[str], list[Any]], opts: Mapping[str, Any])
     ``header(field)`` gives a header field's value of every message (None where absent).
     """
     operation = header("operation")
-    check(set(operation) <= set(ref.OPERATIONS))
+    check(all(type(o) is str for o in operation) and set(operation) <= set(ref.OPERATIONS))
     sequence = [s or "" for s in header("changeSequence")]
     check(all(type(s) is str for s in sequence))
     operations = pa.array(operation, pa.string())
