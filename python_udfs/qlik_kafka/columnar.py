@@ -32,8 +32,10 @@ the same rows, metadata and warnings.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import compress, repeat
 from typing import Any
 
 import numpy as np
@@ -53,7 +55,9 @@ _MAP = pa.map_(pa.string(), pa.string())
 #: The header fields kept as text in the raw table, with ``""`` read as none.
 _TEXT_HEADERS = {"stream_position": "streamPosition", "transaction_id": "transactionId"}
 #: Python types a data value may have on the fast path (a nested object or array: reference).
-_SCALARS = (str, int, float, bool, bytes, type(None))
+_NONE = type(None)
+_TEXT = {str, _NONE}
+_SCALARS = {str, int, float, bool, bytes, _NONE}
 
 
 def decode_columnar(
@@ -225,11 +229,13 @@ class _JsonWalk(_Walk):
         if not len(offsets):
             return self.result
         self.result.consumed_end = int(ends[-1])
-        lines = [self.data[a:b] for a, b in zip(offsets.tolist(), ends.tolist(), strict=True)]
-        if b"\r" in self.data:
-            lines = [line.rstrip(b"\r\n") for line in lines]
-        else:
-            lines = [line.rstrip(b"\n") for line in lines]
+        region = self.data[self.start : int(ends[-1])]
+        lines = region.split(b"\n")
+        if region.endswith(b"\n"):
+            lines.pop()
+        check(len(lines) == len(offsets))
+        if b"\r" in region:
+            lines = [line.rstrip(b"\r") for line in lines]
         check(all(line.strip() for line in lines))
         objects = [orjson.loads(line) for line in lines]
         first_data = self._metadata([_kind(o) for o in objects], lines.__getitem__, offsets)
@@ -243,7 +249,7 @@ class _JsonWalk(_Walk):
     def _by_table(self, messages: list[tuple[dict, Any]]):
         """Yield ``(table metadata, positions in messages)`` of each table the messages name."""
         keys = [(m.get("schema"), m.get("table"), schema_id) for m, schema_id in messages]
-        check(all(type(k) in (str, type(None)) for key in keys for k in key))
+        check(_types_within([k for key in keys for k in key], _TEXT))
         distinct = {key: n for n, key in enumerate(dict.fromkeys(keys))}
         group = np.array([distinct[key] for key in keys], dtype=np.int64)
         for key, n in distinct.items():
@@ -256,7 +262,7 @@ class _JsonWalk(_Walk):
         """Return the raw rows of one table's JSON data messages."""
         bodies = [m for m, _ in messages]
         headers = [m.get("headers") or {} for m in bodies]
-        check(all(type(h) is dict for h in headers))
+        check(_types_within(headers, {dict}))
         self.bodies = bodies
         images = {
             "data": _json_image([m.get("data") for m in bodies]),
@@ -455,7 +461,7 @@ def _avro_image(image: pa.Array) -> _Image:
 
 def _json_image(images: list[Any]) -> _Image:
     """Return the :class:`_Image` of JSON objects (dicts or None)."""
-    check(all(v is None or type(v) is dict for v in images))
+    check(_types_within(images, {dict, _NONE}))
     keys: set[str] = set()
     for image in images:
         if image is not None:
@@ -463,9 +469,14 @@ def _json_image(images: list[Any]) -> _Image:
 
     def values(name: str) -> tuple[list[Any], np.ndarray]:
         found = [_MISSING if v is None else v.get(name, _MISSING) for v in images]
-        return found, np.array([v is not _MISSING for v in found], dtype=bool)
+        return found, np.array(list(map(operator.is_not, found, repeat(_MISSING))), dtype=bool)
 
     return _Image(np.array([v is None for v in images], dtype=bool), keys, values)
+
+
+def _types_within(values: list[Any], types: set[type]) -> bool:
+    """Whether every value's type (exactly) is one of ``types``."""
+    return set(map(type, values)) <= types
 
 
 def _line_bounds(data: bytes, start: int, final: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -517,9 +528,9 @@ def _header_columns(header: Callable[[str], list[Any]], opts: Mapping[str, Any])
     ``header(field)`` gives a header field's value of every message (None where absent).
     """
     operation = header("operation")
-    check(all(type(o) is str for o in operation) and set(operation) <= set(ref.OPERATIONS))
+    check(_types_within(operation, {str}) and set(operation) <= set(ref.OPERATIONS))
     sequence = [s or "" for s in header("changeSequence")]
-    check(all(type(s) is str for s in sequence))
+    check(_types_within(sequence, {str}))
     operations = pa.array(operation, pa.string())
     sequences = pa.array(sequence, pa.string())
     change = pc.not_equal(operations, "REFRESH")
@@ -531,14 +542,14 @@ def _header_columns(header: Callable[[str], list[Any]], opts: Mapping[str, Any])
     }
     for name, field in _TEXT_HEADERS.items():
         values = [v or None for v in header(field)]
-        check(all(v is None or type(v) is str for v in values))
+        check(_types_within(values, _TEXT))
         columns[name] = pa.array(values, pa.string())
     external = header("externalSchemaId")
-    check(all(v is None or type(v) is str for v in external))
+    check(_types_within(external, _TEXT))
     columns["external_schema_id"] = pa.array(external, pa.string())
     counter, last = header("transactionEventCounter"), header("transactionLastEvent")
-    check(all(v is None or type(v) is int for v in counter))
-    check(all(v is None or type(v) is bool for v in last))
+    check(_types_within(counter, {int, _NONE}))
+    check(_types_within(last, {bool, _NONE}))
     if opts["missing_transaction_fields"] == "reject":
         missing = pa.array([a is None or b is None for a, b in zip(counter, last, strict=True)])
         check(not pc.any(pc.and_(change, missing)).as_py())
@@ -551,7 +562,7 @@ def _header_columns(header: Callable[[str], list[Any]], opts: Mapping[str, Any])
 def _timestamps(values: list[Any], opts: Mapping[str, Any]) -> pa.Array:
     """``headers.timestamp`` as canonical UTC text (:func:`decoder._header_time`)."""
     values = [None if v == "" else v for v in values]
-    check(all(v is None or type(v) is str for v in values))
+    check(_types_within(values, _TEXT))
     texts = pa.array(values, pa.string())
     overflow = opts["subsecond_overflow"]
     rendered = _text_timestamps(texts, overflow) if texts.null_count < len(texts) else texts
@@ -562,7 +573,7 @@ def _timestamps(values: list[Any], opts: Mapping[str, Any]) -> pa.Array:
     return pa.array(out, pa.string()).take(pc.index_in(texts, distinct))
 
 
-_MASK_TYPES = (str, bytes, type(None))
+_MASK_TYPES = {str, bytes, _NONE}
 
 
 def _present(masks, operation, table_columns, plan, opts, columns) -> np.ndarray:
@@ -573,7 +584,7 @@ def _present(masks, operation, table_columns, plan, opts, columns) -> np.ndarray
     distinct pair and operation (:func:`decoder._masks`, :func:`decoder._check_present`).
     """
     width = len(table_columns)
-    check(all(type(m) in _MASK_TYPES for values in masks for m in values))
+    check(all(_types_within(values, _MASK_TYPES) for values in masks))
     keys = list(zip(*masks, operation.tolist(), strict=True))
     distinct = {key: n for n, key in enumerate(dict.fromkeys(keys))}
     which = pa.array(np.array([distinct[key] for key in keys], dtype=np.int64))
@@ -650,7 +661,7 @@ def _rendered(values: Any, here: np.ndarray, column, overflow: str, exact_floats
     if isinstance(values, pa.Array):
         array = values.filter(pa.array(here))
     else:
-        values = [v for v, h in zip(values, here.tolist(), strict=True) if h]
+        values = list(compress(values, here.tolist()))
         try:
             array = pa.array(values)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
@@ -658,7 +669,7 @@ def _rendered(values: Any, here: np.ndarray, column, overflow: str, exact_floats
     try:
         if array is None or not column.source_type:
             values = values if array is None else array.to_pylist()
-            check(all(type(v) in _SCALARS for v in values))
+            check(_types_within(values, _SCALARS))
             check(floats or not any(type(v) is float for v in values))
             render = ref._renderer(column, overflow)
             return pa.array([render(v) for v in values], pa.string())
