@@ -70,21 +70,28 @@ class AvroColumns:
         return reader(self, schema, rows)
 
     def varint(self, rows: np.ndarray) -> np.ndarray:
-        """Read a zig-zag varint (``int``, ``long``, a length or an index) of every row."""
-        check(np.all(self.pos[rows] < self.end[rows]))  # every value takes a byte at least
-        cells = self.buf[self.pos[rows][:, None] + np.arange(_VARINT_BYTES)]
-        last = cells < 0x80
-        check(np.all(last.any(axis=1)))
-        size = np.argmax(last, axis=1) + 1
-        check(np.all((size < _VARINT_BYTES) | (cells[:, -1] <= 1)))  # at most 64 bits
-        used = np.arange(_VARINT_BYTES)[None, :] < size[:, None]
-        payload = np.where(used, cells & 0x7F, 0).astype(np.uint64)
-        shifts = (7 * np.arange(_VARINT_BYTES)).astype(np.uint64)
-        value = np.bitwise_or.reduce(payload << shifts[None, :], axis=1)
-        self.pos[rows] += size
-        return ((value >> np.uint64(1)).astype(np.int64)) ^ -(
-            (value & np.uint64(1)).astype(np.int64)
-        )
+        """Read a zig-zag varint (``int``, ``long``, a length or an index) of every row.
+
+        Byte by byte over the rows whose varint goes on: most are one byte long (branch
+        indexes, short lengths).
+        """
+        at = self.pos[rows]
+        check(np.all(at < self.end[rows]))  # every value takes a byte at least
+        byte = self.buf[at]
+        value = (byte & 0x7F).astype(np.uint64)
+        size = np.ones(len(rows), dtype=np.int64)
+        going = np.flatnonzero(byte >= 0x80)
+        for shift in range(7, 7 * _VARINT_BYTES, 7):
+            if not len(going):
+                break
+            byte = self.buf[at[going] + size[going]]
+            check(shift < 63 or np.all(byte <= 1))  # at most 64 bits
+            value[going] |= (byte & 0x7F).astype(np.uint64) << np.uint64(shift)
+            size[going] += 1
+            going = going[byte >= 0x80]
+        check(not len(going))
+        self.pos[rows] = at + size
+        return (value >> np.uint64(1)).astype(np.int64) ^ -(value & np.uint64(1)).astype(np.int64)
 
     def _union(self, schema: list, rows: np.ndarray) -> pa.Array:
         """Read a union of ``null`` and one type: the value where the branch is not null."""

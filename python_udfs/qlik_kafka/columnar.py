@@ -31,6 +31,7 @@ the same rows, metadata and warnings.
 
 from __future__ import annotations
 
+import gc
 import json
 import operator
 from collections.abc import Callable, Mapping
@@ -51,6 +52,19 @@ from python_udfs.qlik_kafka.decoder import KafkaCatalog, TableMeta
 from python_udfs.records import DecodeResult
 
 _MISSING = object()
+#: The header fields the raw row reads (:func:`decoder._data_row`).
+_HEADERS = (
+    "operation",
+    "changeSequence",
+    "timestamp",
+    "streamPosition",
+    "transactionId",
+    "changeMask",
+    "columnMask",
+    "externalSchemaId",
+    "transactionEventCounter",
+    "transactionLastEvent",
+)
 _MAP = pa.map_(pa.string(), pa.string())
 #: The header fields kept as text in the raw table, with ``""`` read as none.
 _TEXT_HEADERS = {"stream_position": "streamPosition", "transaction_id": "transactionId"}
@@ -92,10 +106,18 @@ def decode_columnar(
         own.by_table.update(catalog.by_table)
     final = final or opts["incomplete_tail"] == "reject"
     walk = walk_type(data, file_name, own, registry_schemas or {}, opts, start, start_index)
+    # A dump's messages are some hundred thousand small objects, none in a cycle: the cyclic
+    # collector would walk all of them again and again while they are built (a third of the
+    # time of a JSON dump), so it waits until they are gone.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return walk.run(final)
     except (Decline, ref._Bad, orjson.JSONDecodeError):
         return None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,15 +247,19 @@ class _JsonWalk(_Walk):
 
     def run(self, final: bool) -> DecodeResult:
         """Read every line; the data messages' rows go to ``result.table``."""
-        offsets, ends = _line_bounds(self.data, self.start, final)
-        if not len(offsets):
+        end = self.data.rfind(b"\n", self.start) + 1 or self.start
+        if final:
+            end = len(self.data)
+        if end <= self.start:
             return self.result
-        self.result.consumed_end = int(ends[-1])
-        region = self.data[self.start : int(ends[-1])]
+        self.result.consumed_end = end
+        region = self.data[self.start : end]
         lines = region.split(b"\n")
         if region.endswith(b"\n"):
             lines.pop()
-        check(len(lines) == len(offsets))
+        offsets = np.zeros(len(lines), dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, lines[:-1]), np.int64, len(lines) - 1) + 1, out=offsets[1:])
+        offsets += self.start
         if b"\r" in region:
             lines = [line.rstrip(b"\r") for line in lines]
         check(all(line.strip() for line in lines))
@@ -269,9 +295,10 @@ class _JsonWalk(_Walk):
             "before_data": _json_image([m.get("beforeData") for m in bodies]),
         }
         schema_ids = [schema_id for _, schema_id in messages]
-        return self._rows(
-            meta, lambda field: [h.get(field) for h in headers], images, schema_ids, records
-        )
+        # every header field of every message in one pass (dict.get by map, in C)
+        rows = (tuple(map(h.get, _HEADERS)) for h in headers)
+        by_field = dict(zip(_HEADERS, zip(*rows, strict=True), strict=True))
+        return self._rows(meta, by_field.__getitem__, images, schema_ids, records)
 
     def _data_keys(self, images: dict[str, _Image]) -> list[str]:
         keys = [list(m.get("data") or m.get("beforeData") or {}) for m in self.bodies]
@@ -467,8 +494,19 @@ def _json_image(images: list[Any]) -> _Image:
         if image is not None:
             keys.update(image)
 
-    def values(name: str) -> tuple[list[Any], np.ndarray]:
-        found = [_MISSING if v is None else v.get(name, _MISSING) for v in images]
+    names = sorted(keys)
+    missing = (_MISSING,) * len(names)
+    columns: dict[str, tuple] = {}
+
+    def values(name: str) -> tuple[Any, np.ndarray]:
+        if name not in keys:
+            return None, np.zeros(len(images), dtype=bool)
+        if not columns:  # every column of every image in one pass (dict.get by map, in C)
+            rows = (
+                missing if v is None else tuple(map(v.get, names, repeat(_MISSING))) for v in images
+            )
+            columns.update(zip(names, zip(*rows, strict=True), strict=True))
+        found = columns[name]
         return found, np.array(list(map(operator.is_not, found, repeat(_MISSING))), dtype=bool)
 
     return _Image(np.array([v is None for v in images], dtype=bool), keys, values)
@@ -477,19 +515,6 @@ def _json_image(images: list[Any]) -> _Image:
 def _types_within(values: list[Any], types: set[type]) -> bool:
     """Whether every value's type (exactly) is one of ``types``."""
     return set(map(type, values)) <= types
-
-
-def _line_bounds(data: bytes, start: int, final: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Return the first byte and the end (after LF) of each line from ``start``.
-
-    The last line without LF counts only when ``final`` (:func:`decoder._line_frames`).
-    """
-    buf = np.frombuffer(data, np.uint8)[start:]
-    ends = np.flatnonzero(buf == 10) + 1 + start
-    if final and (ends[-1] if len(ends) else start) < len(data):
-        ends = np.append(ends, len(data))
-    offsets = np.concatenate(([start], ends[:-1])).astype(np.int64)
-    return offsets[: len(ends)], ends
 
 
 def _kind(obj: Any) -> str:
@@ -658,6 +683,8 @@ def _rendered(values: Any, here: np.ndarray, column, overflow: str, exact_floats
     a number with a fraction in a column that is not REAL4/REAL8 or untyped.
     """
     floats = exact_floats or column.source_type.upper() in ("REAL4", "REAL8", "")
+    if values is None:  # no image holds the column
+        return pa.array([], pa.string())
     if isinstance(values, pa.Array):
         array = values.filter(pa.array(here))
     else:
