@@ -16,6 +16,7 @@ and the real sample ``samples/qlik_ct/EDW.SAMPLE__ct/20211201-122433444.csv`` + 
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import io
 import itertools
@@ -1197,29 +1198,29 @@ def _text_timestamps(array, overflow: str):
     """Timestamp text as :func:`canonical_timestamp` renders it, by Arrow; ``None`` when unsure.
 
     Only ``YYYY-MM-DD`` and ``HH:MM:SS`` in ASCII digits, a space, ``T`` or ``:`` between
-    them and an optional fraction, with a date and time that exist (parsed and formatted
-    again unchanged; year 0 is not a year) and, with ``overflow: reject``, at most six
-    fraction digits. The fraction is cut to six digits and left out when zero.
+    them and an optional fraction, with a time of day the pattern checks (hour 00-23, minute
+    and second 00-59) and a date that exists (checked once per distinct date; year 0 is not a
+    year) and, with ``overflow: reject``, at most six fraction digits. The fraction is cut to
+    six digits and left out when zero.
     """
     import pyarrow.compute as pc
 
     if not _matches_all(
-        array, r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T:][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?$"
+        array,
+        r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T:](?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]+)?$",
     ):
         return None
     if overflow == "reject" and pc.any(pc.greater(pc.utf8_length(array), 26)).as_py():
         return None
-    whole = pc.binary_join_element_wise(
-        pc.utf8_slice_codeunits(array, 0, 10), pc.utf8_slice_codeunits(array, 11, 19), " "
-    )
-    parsed = pc.strptime(whole, format="%Y-%m-%d %H:%M:%S", unit="s", error_is_null=True)
-    again = pc.strftime(parsed, format="%Y-%m-%d %H:%M:%S")
-    if (
-        parsed.null_count != array.null_count  # a date or time that does not parse
-        or not pc.all(pc.equal(again, whole)).as_py()  # 2023-02-29 is 2023-03-01 again
-        or pc.any(pc.starts_with(whole, "0000")).as_py()
-    ):
-        return None
+    dates = pc.utf8_slice_codeunits(array, 0, 10)
+    for date in pc.unique(dates).to_pylist():
+        if date is None:
+            continue
+        try:
+            dt.date(int(date[:4]), int(date[5:7]), int(date[8:10]))
+        except ValueError:  # 2023-02-29, year 0
+            return None
+    whole = pc.binary_join_element_wise(dates, pc.utf8_slice_codeunits(array, 11, 19), " ")
     digits = pc.utf8_rpad(pc.utf8_slice_codeunits(array, 20, 26), width=6, padding="0")
     fraction = pc.if_else(
         pc.equal(digits, "000000"), "", pc.binary_join_element_wise(".", digits, "")
