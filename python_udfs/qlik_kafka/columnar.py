@@ -32,6 +32,7 @@ the same rows, metadata and warnings.
 from __future__ import annotations
 
 import gc
+import io
 import json
 import operator
 from collections.abc import Callable, Mapping
@@ -43,6 +44,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.json as pj
 
 from python_udfs.byte_fields import Decline, check
 from python_udfs.qlik_change_tables.decoder import _render_column, _text_timestamps
@@ -93,19 +95,26 @@ def decode_columnar(
     what); never raises for bad input. The MD messages it meets go to a copy of ``catalog``.
     """
     opts = {**ref.DEFAULT_OPTIONS, **(options or {})}
-    lower = file_name.lower()
-    walks = {".jsonl": _JsonWalk, ".json": _JsonWalk, ".lpv": _LpvWalk}
-    walk_type = next((w for ext, w in walks.items() if lower.endswith(ext)), None)
-    if walk_type is None:
-        return None
     if opts["ordinal_source"] != "metadata" or opts["envelope"] == "absent":
         return None
+    suffix = next((ext for ext in _WALKS if file_name.lower().endswith(ext)), None)
+    dump = (data, file_name, catalog, registry_schemas or {}, start, start_index, final)
+    for walk_type in _WALKS.get(suffix, ()):
+        result = _walk(walk_type, dump, dict(opts))
+        if result is not None:
+            return result
+    return None
+
+
+def _walk(walk_type: type[_Walk], dump: tuple, opts: dict[str, Any]) -> DecodeResult | None:
+    """Run one walk over a dump on its own copy of the catalog; None when it declines."""
+    data, file_name, catalog, registry, start, start_index, final = dump
     own = KafkaCatalog()
     if catalog is not None:
         own.by_schema_id.update(catalog.by_schema_id)
         own.by_table.update(catalog.by_table)
     final = final or opts["incomplete_tail"] == "reject"
-    walk = walk_type(data, file_name, own, registry_schemas or {}, opts, start, start_index)
+    walk = walk_type(data, file_name, own, registry, opts, start, start_index)
     # A dump's messages are some hundred thousand small objects, none in a cycle: the cyclic
     # collector would walk all of them again and again while they are built (a third of the
     # time of a JSON dump), so it waits until they are gone.
@@ -140,8 +149,10 @@ class _Walk:
     value_format = "json"
     #: Whether the dump holds JSON values only (``.jsonl``), as the reference's framing says.
     is_json = True
-    #: Whether a float value is the reference's float too (Avro); JSON's are Decimals there.
-    exact_floats = False
+    #: The column types whose float values render as the reference's (None: every type, Avro).
+    #: The reference's ``json`` reads a number with a fraction as ``Decimal``: only REAL4 and
+    #: REAL8 (and untyped) columns render it as ``repr(float)``.
+    float_kinds: frozenset[str] | None = frozenset({"REAL4", "REAL8", ""})
 
     def __init__(
         self,
@@ -210,7 +221,7 @@ class _Walk:
         masks = (header("changeMask"), header("columnMask"))
         present = _present(masks, operation, table_columns, plan, self.opts, columns)
         for name, image in images.items():
-            columns[name] = _image_map(image, table_columns, plan, present, self.exact_floats)
+            columns[name] = _image_map(image, table_columns, plan, present, self.float_kinds)
         check(all(s is None or type(s) is str for s in schema_ids))
         names = [c.column_name for c in table_columns]
         columns.update(
@@ -247,11 +258,31 @@ class _JsonWalk(_Walk):
 
     def run(self, final: bool) -> DecodeResult:
         """Read every line; the data messages' rows go to ``result.table``."""
+        found = self._lines(final)
+        if found is None:
+            return self.result
+        _region, lines, offsets = found
+        objects = [orjson.loads(line) for line in lines]
+        first_data = self._metadata([_kind(o) for o in objects], lines.__getitem__, offsets)
+        messages = [_data_message(o, self.opts["envelope"]) for o in objects[first_data:]]
+        parts = [
+            self._table(meta, [messages[i] for i in group], first_data + group)
+            for meta, group in self._by_table(messages)
+        ]
+        return self._finish(parts, offsets)
+
+    def _lines(self, final: bool) -> tuple[bytes, list[bytes], np.ndarray] | None:
+        """Return the whole lines from ``start``: their bytes, each line, each line's offset.
+
+        None when there is none. The last line without LF counts only when ``final``
+        (:func:`decoder._line_frames`); a CR before LF is not the line's; an empty line
+        declines.
+        """
         end = self.data.rfind(b"\n", self.start) + 1 or self.start
         if final:
             end = len(self.data)
         if end <= self.start:
-            return self.result
+            return None
         self.result.consumed_end = end
         region = self.data[self.start : end]
         lines = region.split(b"\n")
@@ -263,14 +294,7 @@ class _JsonWalk(_Walk):
         if b"\r" in region:
             lines = [line.rstrip(b"\r") for line in lines]
         check(all(line.strip() for line in lines))
-        objects = [orjson.loads(line) for line in lines]
-        first_data = self._metadata([_kind(o) for o in objects], lines.__getitem__, offsets)
-        messages = [_data_message(o, self.opts["envelope"]) for o in objects[first_data:]]
-        parts = [
-            self._table(meta, [messages[i] for i in group], first_data + group)
-            for meta, group in self._by_table(messages)
-        ]
-        return self._finish(parts, offsets)
+        return region, lines, offsets
 
     def _by_table(self, messages: list[tuple[dict, Any]]):
         """Yield ``(table metadata, positions in messages)`` of each table the messages name."""
@@ -306,10 +330,132 @@ class _JsonWalk(_Walk):
         return keys[0]
 
 
+class _ArrowJsonWalk(_JsonWalk):
+    """A JSON Lines dump of enveloped messages parsed whole by ``pyarrow.json``.
+
+    The first try for a ``.jsonl`` dump: Arrow builds the columns in C++, and only the lines
+    where a data value is null are parsed again (orjson), to tell a null value from a missing
+    key, which Arrow reads alike. Declines, for :class:`_JsonWalk` to try, what Arrow reads
+    otherwise than ``json`` or not at all: a bare message or one in a JSON string, a table
+    without metadata, a key written twice, a number past 64 bits (Arrow reads it as a float, so
+    floats render in REAL4 and REAL8 columns only), a nested value, timestamps Arrow infers.
+    """
+
+    float_kinds = frozenset({"REAL4", "REAL8"})
+
+    def run(self, final: bool) -> DecodeResult:
+        """Read every line; the data messages' rows go to ``result.table``."""
+        found = self._lines(final)
+        if found is None:
+            return self.result
+        region, self.lines, offsets = found
+        try:
+            region.decode("utf-8")  # Arrow does not check the text of strings
+            read = pj.read_json(
+                io.BytesIO(region),
+                read_options=pj.ReadOptions(use_threads=False, block_size=len(region) + 1),
+            )
+        except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+            raise Decline from exc
+        check(
+            read.num_rows == len(self.lines)
+            and {"magic", "type", "message"} <= set(read.column_names)
+        )
+        envelope = {name: read.column(name).combine_chunks() for name in read.column_names}
+        check(
+            pc.all(pc.equal(envelope["magic"], "atMSG")).as_py()
+            and envelope["magic"].null_count == 0
+        )
+        kinds = envelope["type"].to_pylist()
+        check(set(kinds) <= {"MD", "DT"})
+        first_data = self._metadata(kinds, self.lines.__getitem__, offsets)
+        message = envelope["message"].slice(first_data)
+        check(pa.types.is_struct(message.type) and message.null_count == 0)
+        fields = dict(zip([f.name for f in message.type], message.flatten(), strict=True))
+        ids = envelope.get("messageSchemaId", pa.nulls(len(kinds))).slice(first_data)
+        check(_is_text(ids.type))
+        schema_ids = ids.to_pylist()
+        table_names = [
+            fields[n].to_pylist() if n in fields else [None] * len(message)
+            for n in ("schema", "table")
+        ]
+        keys = list(zip(*table_names, schema_ids, strict=True))
+        parts = []
+        for key in dict.fromkeys(keys):
+            group = np.flatnonzero(np.array([k == key for k in keys], dtype=bool))
+            schema, table, schema_id = key
+            named = {"schema": schema, "table": table} if schema is not None else {}
+            meta = ref._resolve(named, schema_id, self.topic, self.catalog, self.opts)
+            check(bool(meta.columns))
+            whole = len(group) == len(keys)  # one table: the fields as they are
+            subset = fields if whole else {n: a.take(pa.array(group)) for n, a in fields.items()}
+            ids_of = [schema_ids[i] for i in group]
+            parts.append(self._arrow_table(meta, subset, ids_of, first_data + group))
+        return self._finish(parts, offsets)
+
+    def _arrow_table(self, meta, fields: dict[str, pa.Array], schema_ids, records) -> pa.Table:
+        """Return the raw rows of one table's data messages, from their Arrow fields."""
+        n = len(records)
+        headers = fields.get("headers", pa.nulls(n))
+        check(pa.types.is_struct(headers.type) or pa.types.is_null(headers.type))
+        by_field = {}
+        if pa.types.is_struct(headers.type):
+            by_field = dict(zip([f.name for f in headers.type], headers.flatten(), strict=True))
+        for child in by_field.values():
+            check(not pa.types.is_nested(child.type) and not pa.types.is_temporal(child.type))
+
+        def header(name: str) -> Any:
+            if name in ("changeMask", "columnMask"):  # read per distinct pair, as Python values
+                return by_field[name].to_pylist() if name in by_field else [None] * n
+            return by_field.get(name, pa.nulls(n))
+
+        images = {
+            name: self._arrow_image(fields.get(field, pa.nulls(n)), field, records)
+            for name, field in (("data", "data"), ("before_data", "beforeData"))
+        }
+        return self._rows(meta, header, images, schema_ids, records)
+
+    def _arrow_image(self, image: pa.Array, field: str, records: np.ndarray) -> _Image:
+        """Return the :class:`_Image` of one image's Arrow struct (null where the image is).
+
+        A null value's key is looked up in the line itself (orjson), where Arrow cannot say
+        whether the key was there.
+        """
+        is_null = image.is_null().to_numpy(zero_copy_only=False)
+        if pa.types.is_null(image.type):
+            return _Image(is_null, set(), lambda name: (None, np.zeros(len(image), dtype=bool)))
+        check(pa.types.is_struct(image.type))
+        children = dict(zip([f.name for f in image.type], image.flatten(), strict=True))
+        for child in children.values():
+            check(not pa.types.is_nested(child.type) and not pa.types.is_temporal(child.type))
+
+        def values(name: str) -> tuple[Any, np.ndarray]:
+            if name not in children:
+                return None, np.zeros(len(image), dtype=bool)
+            child = children[name]
+            has_key = ~is_null & child.is_valid().to_numpy(zero_copy_only=False)
+            for row in np.flatnonzero(~is_null & ~has_key).tolist():
+                has_key[row] = name in self._message(int(records[row]))[field]
+            return child, has_key
+
+        return _Image(is_null, set(children), values)
+
+    def _message(self, record: int) -> dict:
+        """Return the message of line ``record`` as orjson reads it (once per line)."""
+        parsed = self.__dict__.setdefault("_parsed", {})
+        if record not in parsed:
+            parsed[record] = orjson.loads(self.lines[record])["message"]
+        return parsed[record]
+
+
+def _is_text(arrow_type) -> bool:
+    return pa.types.is_string(arrow_type) or pa.types.is_null(arrow_type)
+
+
 class _LpvWalk(_Walk):
     """One fast-path read of a ``.lpv`` dump of Avro values (envelopes or Confluent framing)."""
 
-    exact_floats = True
+    float_kinds = None
     is_json = False
 
     def run(self, final: bool) -> DecodeResult:
@@ -406,10 +552,12 @@ class _LpvWalk(_Walk):
         check(pa.types.is_struct(headers.type) and headers.null_count == 0)
         header_names = {f.name for f in headers.type}
 
-        def header(name: str) -> list[Any]:
+        def header(name: str) -> Any:
             if name not in header_names:
-                return [None] * len(records)
-            return headers.field(name).to_pylist()
+                return pa.nulls(len(records))
+            if name in ("changeMask", "columnMask"):  # read per distinct pair, as Python values
+                return headers.field(name).to_pylist()
+            return headers.field(name)
 
         images = {
             "data": _avro_image(record.field("data")),
@@ -547,48 +695,58 @@ def _data_message(obj: dict, envelope_mode: str) -> tuple[dict, Any]:
     return message, obj.get("messageSchemaId")
 
 
-def _header_columns(header: Callable[[str], list[Any]], opts: Mapping[str, Any]) -> dict:
+def _arrow_of(values: Any, arrow_type: pa.DataType, python_types: set[type]) -> pa.Array:
+    """Return a header field's values as an Arrow array of ``arrow_type``; decline others.
+
+    ``values`` is an Arrow array (of that type, or all null) or a list of Python values whose
+    types are all in ``python_types``.
+    """
+    if isinstance(values, pa.Array):
+        check(values.type == arrow_type or pa.types.is_null(values.type))
+        return values.cast(arrow_type)
+    check(_types_within(values, python_types))
+    return pa.array(values, arrow_type)
+
+
+def _none_if_empty(texts: pa.Array) -> pa.Array:
+    """Read ``""`` as none, as ``headers.get(field) or None`` does."""
+    return pc.if_else(pc.equal(texts, ""), pa.scalar(None, pa.string()), texts)
+
+
+def _header_columns(header: Callable[[str], Any], opts: Mapping[str, Any]) -> dict:
     """Return the header columns of the raw rows, checked as :func:`decoder._checked_headers`.
 
-    ``header(field)`` gives a header field's value of every message (None where absent).
+    ``header(field)`` gives a header field's value of every message (None where absent), as a
+    list or an Arrow array.
     """
-    operation = header("operation")
-    check(_types_within(operation, {str}) and set(operation) <= set(ref.OPERATIONS))
-    sequence = [s or "" for s in header("changeSequence")]
-    check(_types_within(sequence, {str}))
-    operations = pa.array(operation, pa.string())
-    sequences = pa.array(sequence, pa.string())
+    operations = _arrow_of(header("operation"), pa.string(), {str, _NONE})
+    check(operations.null_count == 0)
+    check(pc.all(pc.is_in(operations, pa.array(ref.OPERATIONS))).as_py())
+    sequences = _arrow_of(header("changeSequence"), pa.string(), _TEXT).fill_null("")
     change = pc.not_equal(operations, "REFRESH")
     digits = pc.match_substring_regex(sequences, r"^[0-9]{35}$")
     check(pc.all(pc.or_(pc.invert(change), digits)).as_py())
-    columns = {
-        "operation": operations,
-        "change_sequence": pc.if_else(pc.equal(sequences, ""), None, sequences),
-    }
+    columns = {"operation": operations, "change_sequence": _none_if_empty(sequences)}
     for name, field in _TEXT_HEADERS.items():
-        values = [v or None for v in header(field)]
-        check(_types_within(values, _TEXT))
-        columns[name] = pa.array(values, pa.string())
-    external = header("externalSchemaId")
-    check(_types_within(external, _TEXT))
-    columns["external_schema_id"] = pa.array(external, pa.string())
-    counter, last = header("transactionEventCounter"), header("transactionLastEvent")
-    check(_types_within(counter, {int, _NONE}))
-    check(_types_within(last, {bool, _NONE}))
+        columns[name] = _none_if_empty(_arrow_of(header(field), pa.string(), _TEXT))
+    external = _arrow_of(header("externalSchemaId"), pa.string(), _TEXT)
+    counter = _arrow_of(header("transactionEventCounter"), pa.int64(), {int, _NONE})
+    last = _arrow_of(header("transactionLastEvent"), pa.bool_(), {bool, _NONE})
     if opts["missing_transaction_fields"] == "reject":
-        missing = pa.array([a is None or b is None for a, b in zip(counter, last, strict=True)])
+        missing = pc.or_(counter.is_null(), last.is_null())
         check(not pc.any(pc.and_(change, missing)).as_py())
-    columns["transaction_event_counter"] = pa.array(counter, pa.int64())
-    columns["transaction_last_event"] = pa.array(last, pa.bool_())
-    columns["timestamp"] = _timestamps(header("timestamp"), opts)
+    columns.update(
+        external_schema_id=external,
+        transaction_event_counter=counter,
+        transaction_last_event=last,
+        timestamp=_timestamps(header("timestamp"), opts),
+    )
     return columns
 
 
-def _timestamps(values: list[Any], opts: Mapping[str, Any]) -> pa.Array:
+def _timestamps(values: Any, opts: Mapping[str, Any]) -> pa.Array:
     """``headers.timestamp`` as canonical UTC text (:func:`decoder._header_time`)."""
-    values = [None if v == "" else v for v in values]
-    check(_types_within(values, _TEXT))
-    texts = pa.array(values, pa.string())
+    texts = _none_if_empty(_arrow_of(values, pa.string(), _TEXT))
     overflow = opts["subsecond_overflow"]
     rendered = _text_timestamps(texts, overflow) if texts.null_count < len(texts) else texts
     if rendered is not None:
@@ -628,7 +786,7 @@ def _present(masks, operation, table_columns, plan, opts, columns) -> np.ndarray
 
 
 def _image_map(
-    image: _Image, table_columns: list, plan, present: np.ndarray, exact_floats: bool
+    image: _Image, table_columns: list, plan, present: np.ndarray, float_kinds
 ) -> pa.MapArray:
     """Return ``data`` or ``before_data``: each image's present columns as canonical text.
 
@@ -645,7 +803,7 @@ def _image_map(
         values, has_key = image.values(name)
         here = has_key & present[:, i] & ~image.is_null
         kept[:, i] = here
-        rendered.append(_rendered(values, here, table_columns[i], plan.overflow, exact_floats))
+        rendered.append(_rendered(values, here, table_columns[i], plan.overflow, float_kinds))
     items = pa.concat_arrays(rendered) if rendered else pa.array([], pa.string())
     # rendered column i holds its kept rows in row order: the entry of (row r, column i) is
     # at column i's start plus the number of kept rows of column i before r
@@ -674,15 +832,15 @@ _RENDERED_TYPES = (
 )
 
 
-def _rendered(values: Any, here: np.ndarray, column, overflow: str, exact_floats: bool):
+def _rendered(values: Any, here: np.ndarray, column, overflow: str, float_kinds):
     """Render the values of one column ``here`` as :func:`decoder._image` does.
 
     ``values`` is a list of Python values or an Arrow array, of every message. By the change
     tables' Arrow renderer where the values have one type, else value by value with the
-    reference's renderer; declines a value the reference rejects, a nested value, and (JSON)
-    a number with a fraction in a column that is not REAL4/REAL8 or untyped.
+    reference's renderer; declines a value the reference rejects, a nested value, and a float
+    in a column whose type is not in ``float_kinds`` (:attr:`_Walk.float_kinds`).
     """
-    floats = exact_floats or column.source_type.upper() in ("REAL4", "REAL8", "")
+    floats = float_kinds is None or column.source_type.upper() in float_kinds
     if values is None:  # no image holds the column
         return pa.array([], pa.string())
     if isinstance(values, pa.Array):
@@ -707,3 +865,11 @@ def _rendered(values: Any, here: np.ndarray, column, overflow: str, exact_floats
         return _render_column(array, column, overflow).cast(pa.string())
     except ValueError as exc:
         raise Decline from exc
+
+
+#: The walks that read a dump, by the end of its name, in the order they are tried.
+_WALKS = {
+    ".jsonl": (_ArrowJsonWalk, _JsonWalk),
+    ".json": (_ArrowJsonWalk, _JsonWalk),
+    ".lpv": (_LpvWalk,),
+}
