@@ -520,7 +520,7 @@ def scan_metadata(data: bytes, *, file_name: str, start: int = 0) -> list[Metada
     before any data message is resolved.
     """
     out: list[MetadataColumn] = []
-    for offset, _end, index, value, error in _frames(data, file_name, start, 0, final=False):
+    for offset, _end, index, value, error in _metadata_frames(data, file_name, start):
         if error or value is None or isinstance(value, tuple):
             continue
         if value.startswith(_AVRO_DT_ENVELOPE) or (
@@ -537,6 +537,35 @@ def scan_metadata(data: bytes, *, file_name: str, start: int = 0) -> list[Metada
             except ValueError:
                 continue
     return out
+
+
+def _metadata_frames(data: bytes, file_name: str, start: int):
+    """Yield the frames of a dump that may hold an MD message, as :func:`_frames` does.
+
+    A JSON Lines dump yields only its lines with ``"MD"`` in them (found with ``bytes.find``,
+    the line index counted); a ``.lpv`` dump only its values that do not start as an Avro DT
+    envelope or a Confluent-framed record (neither can be metadata); other framings every
+    frame. A value left out is one :func:`scan_metadata` would skip.
+    """
+    lower = file_name.lower().removesuffix(".gz")
+    if not lower.endswith((".jsonl", ".json", ".lpv")):
+        yield from _frames(data, file_name, start, 0, final=False)
+        return
+    if lower.endswith(".lpv"):
+        for frame in _frames(data, file_name, start, 0, final=False):
+            value = frame[3]
+            if value is None or not (value.startswith(_AVRO_DT_ENVELOPE) or value[:1] == b"\x00"):
+                yield frame
+        return
+    last = data.rfind(b"\n", start) + 1  # a last line without LF is not read yet
+    at, counted, index = data.find(b'"MD"', start, last), start, 0
+    while at != -1:
+        begin = data.rfind(b"\n", start, at) + 1 or start
+        end = data.index(b"\n", at)
+        index += data.count(b"\n", counted, begin) + 1
+        counted = end + 1
+        yield begin, end + 1, index, data[begin:end].rstrip(b"\r"), None
+        at = data.find(b'"MD"', end, last)
 
 
 def _open_envelope(
