@@ -411,3 +411,29 @@ def test_text_values_render_by_arrow_as_canonical_qlik_value_renders_them(case):
         return
     event(f"{kind}: every value rendered")
     assert _render_column(pa.array(values, pa.string()), column, overflow).to_pylist() == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.floats(allow_nan=True, allow_infinity=True)
+        | st.floats(min_value=-1e17, max_value=1e17)
+        | st.integers(-(10**17), 10**17).map(float)
+        | st.none(),
+        min_size=1,
+        max_size=40,
+    ),
+    st.sampled_from(["REAL4", "REAL8"]),
+)
+def test_floats_render_by_arrow_as_repr_of_the_double(values, kind):
+    """REAL4 and REAL8 values (Parquet, Avro, JSON numbers) of every magnitude and the odd
+    ones (-0.0, NaN, infinities, whole numbers past 1e16): Arrow's text with ``.0`` where
+    ``repr`` writes one, each value's ``repr`` of the double where the two could differ."""
+    from python_udfs.canonical import canonical_float
+    from python_udfs.qlik_change_tables.decoder import _render_column
+
+    arrow_type = pa.float32() if kind == "REAL4" else pa.float64()
+    array = pa.array(values, arrow_type)
+    column = MetadataColumn("S", "T", None, "C", 1, kind, None, None, 0, 0, None, "c")
+    expected = [None if v is None else canonical_float(v) for v in array.to_pylist()]
+    assert _render_column(array, column, "truncate").to_pylist() == expected

@@ -31,6 +31,7 @@ import pyarrow as pa
 from python_udfs.canonical import (
     QLIK_INTEGER_TYPES,
     QLIK_STRING_TYPES,
+    canonical_float,
     canonical_qlik_value,
     canonical_timestamp,
     mask_set_bits,
@@ -1245,6 +1246,8 @@ def _render_column(array, column: MetadataColumn, overflow: str):
         return array.cast(pa.string())
     if kind == "DATETIME" and pa.types.is_timestamp(arrow_type):
         return _timestamp_text(array, overflow)
+    if kind in ("REAL4", "REAL8") and pa.types.is_floating(arrow_type):
+        return _float_texts(array)
     if pa.types.is_string(arrow_type):  # delimited text
         rendered = None
         if kind in QLIK_INTEGER_TYPES:
@@ -1256,6 +1259,32 @@ def _render_column(array, column: MetadataColumn, overflow: str):
         if rendered is not None:
             return rendered
     return _by_value(array, lambda v: canonical_qlik_value(v, column.source_type, scale, overflow))
+
+
+def _float_texts(array):
+    """Return floats as :func:`canonical_float` renders them: ``repr`` of the double.
+
+    Arrow writes the same shortest digits as ``repr``; where ``repr`` writes them without an
+    exponent (zero, and magnitudes from 1e-4 to below 1e16) and Arrow does too, its text is
+    ``repr``'s once a ``.0`` is added to a whole number. Every other value (exponents, NaNs,
+    infinities) is rendered value by value. A REAL4 value is widened to a double first, as the
+    per-record path reads it.
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    doubles = array.cast(pa.float64())
+    texts = doubles.cast(pa.string())
+    magnitude = np.abs(doubles.to_numpy(zero_copy_only=False))
+    with np.errstate(invalid="ignore"):
+        fixed = (magnitude == 0) | ((magnitude >= 1e-4) & (magnitude < 1e16))
+    fixed &= ~pc.match_substring(texts, "e").fill_null(True).to_numpy(zero_copy_only=False)
+    whole = pc.invert(pc.match_substring(texts, "."))
+    texts = pc.if_else(whole, pc.binary_join_element_wise(texts, ".0", ""), texts)
+    if fixed[doubles.is_valid().to_numpy(zero_copy_only=False)].all():
+        return texts
+    each = _by_value(doubles, canonical_float)
+    return pc.if_else(pa.array(fixed), texts, each)
 
 
 def _timestamp_text(array, overflow: str):

@@ -103,6 +103,8 @@ class AvroColumns:
         valued = branch == other
         other = schema[other]
         values = self._read(other, rows[valued])
+        if valued.all():  # no null: the values as they are
+            return values
         index = np.full(len(rows), -1, dtype=np.int64)
         index[valued] = np.arange(int(valued.sum()))
         return values.take(pa.array(index, mask=index < 0))
