@@ -48,12 +48,21 @@ def fixed(buf: np.ndarray, pos: np.ndarray, size: int, kind: str | np.dtype) -> 
 
 
 def gather(buf: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Concatenate the byte ranges ``[lo, hi)`` of ``buf``: ``(bytes, int64 offsets)``."""
+    """Concatenate the byte ranges ``[lo, hi)`` of ``buf``: ``(bytes, int64 offsets)``.
+
+    The index of every byte to take is one running sum: steps of 1 inside a range, and at the
+    first byte of each non-empty range the jump from the last byte of the one before.
+    """
     lengths = hi - lo
     offsets = np.zeros(len(lo) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    index = np.repeat(lo - offsets[:-1], lengths) + np.arange(offsets[-1])
-    return buf[index], offsets
+    step = np.ones(int(offsets[-1]), dtype=np.int64)
+    filled = lengths > 0
+    starts, firsts, lasts = offsets[:-1][filled], lo[filled], hi[filled] - 1
+    if len(starts):
+        step[starts[0]] = firsts[0]
+        step[starts[1:]] = firsts[1:] - lasts[:-1]
+    return buf[np.cumsum(step)], offsets
 
 
 def binary(buf: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> pa.Array:
