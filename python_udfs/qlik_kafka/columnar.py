@@ -1,32 +1,36 @@
-"""The fast path of the Kafka dump decoder: a JSON Lines dump's raw rows built by column (issue 47).
+"""The fast path of the Kafka dump decoder: a dump's raw rows built by column (issue 47).
 
-:func:`decode_columnar` reads a ``.jsonl`` dump as :func:`decoder.decode_dump_file` (the
-reference path) does, with the same raw row columns, metadata and warnings, but builds the rows
-as Arrow columns instead of one ``dict`` per message:
+:func:`decode_columnar` reads a ``.jsonl`` or ``.lpv`` dump as :func:`decoder.decode_dump_file`
+(the reference path) does, with the same raw row columns, metadata and warnings, but builds the
+rows as Arrow columns instead of one ``dict`` per message. Three walks read the messages:
 
-1. the lines are found with numpy and parsed with orjson (the reference parses with ``json``
-   and reads numbers with a fraction as ``Decimal``: see 4);
-2. metadata (``MD``) messages, which must all come before the first data message, go through
-   the reference one by one and settle the catalog; the data (``DT``) messages are grouped by
-   the table they resolve to (:func:`decoder._resolve`, once per distinct schema, table and
-   schema id);
-3. per table, the headers are checked over whole columns as :func:`decoder._checked_headers`
-   checks them, and the masks once per distinct pair (:func:`decoder._masks`,
-   :func:`decoder._check_present`);
-4. each data column's values are rendered by the Qlik change tables' column renderer
-   (:func:`python_udfs.qlik_change_tables.decoder._render_column`, the same canonical text as
-   :func:`python_udfs.canonical.canonical_qlik_value`), and ``data`` / ``before_data`` become
-   maps without the columns a message leaves absent (a clear ``columnMask`` bit, a missing key).
+- :class:`_ArrowJsonWalk`: a JSON Lines dump of enveloped messages, parsed whole by
+  ``pyarrow.json``. Arrow reads a missing key as a null value, so the lines where a data value
+  is null are parsed again with orjson to tell the two apart;
+- :class:`_JsonWalk`: the JSON Lines dumps the first walk declines (bare messages, a table
+  without metadata, ...), parsed line by line with orjson;
+- :class:`_LpvWalk`: a ``.lpv`` dump of Avro envelopes or Confluent-framed records, whose
+  payloads :class:`AvroColumns` reads field by field over all frames with numpy.
+
+Then, as the reference does: metadata (``MD``) messages, which must all come before the first
+data message, go through the reference one by one and settle the catalog; the data (``DT``)
+messages are grouped by the table they resolve to (:func:`decoder._resolve`); per table the
+headers are checked over whole columns (:func:`decoder._checked_headers`) and the masks once
+per distinct pair (:func:`decoder._masks`, :func:`decoder._check_present`); each data column
+is rendered by the change tables' Arrow renderer
+(:func:`python_udfs.qlik_change_tables.decoder._render_column`, the text of
+:func:`python_udfs.canonical.canonical_qlik_value`); ``data`` / ``before_data`` become maps
+without the columns a message leaves absent (a clear ``columnMask`` bit, a missing key).
 
 A dump with anything the fast path does not read in bulk goes to the reference whole
-(:func:`decode_columnar` returns None): a line that is empty or not JSON to orjson (which is
-stricter than ``json``: ``NaN``, lone surrogates, UTF-16), any message the reference rejects, a
-metadata message after a data message, a table without metadata, option ``ordinal_source:
-data_key_order`` or ``envelope: absent``, a number with a fraction in a column that is not
-REAL4/REAL8 (``json`` reads it as ``Decimal``, orjson as ``float``), a nested value, a
-change sequence seen twice, a header of an unexpected type. ``.lpv`` and ``.avro`` dumps
-always take the reference. ``tests/test_qlik_kafka_columnar.py`` checks that both paths give
-the same rows, metadata and warnings.
+(:func:`decode_columnar` returns None): a line or value the reference rejects, JSON that orjson
+or Arrow reads otherwise than ``json`` (``NaN`` outside REAL columns, lone surrogates, UTF-16, a
+key written twice), a metadata message after a data message, option ``ordinal_source:
+data_key_order`` or ``envelope: absent``, a number with a fraction in a JSON column that is not
+REAL4/REAL8 (``json`` reads it as ``Decimal``), a nested value, an Avro logical type, map or
+array, a change sequence seen twice, a header of an unexpected type. ``.avro`` containers and
+gzip dumps always take the reference. ``tests/test_qlik_kafka_columnar.py`` checks that both
+paths give the same rows, metadata and warnings.
 """
 
 from __future__ import annotations
@@ -46,10 +50,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from python_udfs.byte_fields import Decline, check
+from python_udfs.byte_fields import Decline, check, gather
 from python_udfs.qlik_change_tables.decoder import _render_column, _text_timestamps
 from python_udfs.qlik_kafka import decoder as ref
-from python_udfs.qlik_kafka.avro_columns import AvroColumns
 from python_udfs.qlik_kafka.decoder import KafkaCatalog, TableMeta
 from python_udfs.records import DecodeResult
 
@@ -872,4 +875,178 @@ _WALKS = {
     ".jsonl": (_ArrowJsonWalk, _JsonWalk),
     ".json": (_ArrowJsonWalk, _JsonWalk),
     ".lpv": (_LpvWalk,),
+}
+
+
+# -- Avro datums read by column -----------------------------------------------------------
+#
+# Avro datums of one schema read at many offsets at once, with numpy (issue 47).
+#
+# The Kafka fast path (``qlik_kafka/columnar.py``) reads the ``DataRecord`` payloads of a
+# ``.lpv`` dump this way: every payload starts at its own offset in one buffer, and the reader
+# walks the schema once, reading one field of every datum per step (Avro specification 1.11,
+# *Binary Encoding*: zig-zag varints for ``int``/``long``, lengths before ``string`` and
+# ``bytes``, little-endian IEEE 754 for ``float``/``double``, one byte for ``boolean``, the
+# branch index before a union's value). Each field becomes one Arrow array of all datums.
+#
+# Only the types Replicate's ``dataSchema`` uses are read: records, named references to them,
+# unions of ``null`` and one type, enums and the primitive types. Anything else (logical types,
+# maps, arrays, fixed, unions of two non-null types) and any datum that does not decode (a branch
+# or enum index out of range, a length past the payload, text that is not UTF-8, a varint of more
+# than ten bytes) raises :class:`~python_udfs.byte_fields.Decline`: fastavro, the reference, reads
+# that dump.
+
+#: The longest varint of a 64-bit value, in bytes.
+_VARINT_BYTES = 10
+_PRIMITIVE_BYTES = {"float": ("<f4", 4), "double": ("<f8", 8)}
+
+
+class AvroColumns:
+    """Read datums of one Avro schema, one per ``start`` offset of ``data``, by column.
+
+    ``end`` bounds each datum: :meth:`read` checks that every datum ends exactly there.
+    """
+
+    def __init__(self, data: bytes, start: np.ndarray, end: np.ndarray) -> None:
+        self.buf = np.frombuffer(data + bytes(_VARINT_BYTES + 8), np.uint8)
+        self.pos = start.astype(np.int64).copy()
+        self.end = end.astype(np.int64)
+        self.named: dict[str, Any] = {}
+
+    def read_value(self, schema: Any, rows: np.ndarray) -> pa.Array:
+        """Read one value of ``schema`` of each datum in ``rows`` (a field of a larger datum)."""
+        return self._read(schema, rows)
+
+    def read(self, schema: Any) -> pa.Array:
+        """Return the datums as one Arrow array (a struct array for a record schema)."""
+        rows = np.arange(len(self.pos))
+        values = self._read(schema, rows)
+        check(np.array_equal(self.pos, self.end))
+        return values
+
+    def _read(self, schema: Any, rows: np.ndarray) -> pa.Array:
+        """Read the value of ``schema`` of every datum in ``rows``, advancing their offsets."""
+        if isinstance(schema, str) and schema in self.named:
+            schema = self.named[schema]
+        if isinstance(schema, list):
+            return self._union(schema, rows)
+        kind = schema if isinstance(schema, str) else schema.get("type")
+        if isinstance(schema, dict):
+            check("logicalType" not in schema)
+            if kind in ("record", "enum") and "name" in schema:
+                self.named[schema["name"]] = schema
+            if kind not in ("record", "enum"):
+                return self._read(kind, rows)
+        reader = _READERS.get(kind)
+        check(reader is not None)
+        return reader(self, schema, rows)
+
+    def varint(self, rows: np.ndarray) -> np.ndarray:
+        """Read a zig-zag varint (``int``, ``long``, a length or an index) of every row.
+
+        Byte by byte over the rows whose varint goes on: most are one byte long (branch
+        indexes, short lengths).
+        """
+        at = self.pos[rows]
+        check(np.all(at < self.end[rows]))  # every value takes a byte at least
+        byte = self.buf[at]
+        value = (byte & 0x7F).astype(np.uint64)
+        size = np.ones(len(rows), dtype=np.int64)
+        going = np.flatnonzero(byte >= 0x80)
+        for shift in range(7, 7 * _VARINT_BYTES, 7):
+            if not len(going):
+                break
+            byte = self.buf[at[going] + size[going]]
+            check(shift < 63 or np.all(byte <= 1))  # at most 64 bits
+            value[going] |= (byte & 0x7F).astype(np.uint64) << np.uint64(shift)
+            size[going] += 1
+            going = going[byte >= 0x80]
+        check(not len(going))
+        self.pos[rows] = at + size
+        return (value >> np.uint64(1)).astype(np.int64) ^ -(value & np.uint64(1)).astype(np.int64)
+
+    def _union(self, schema: list, rows: np.ndarray) -> pa.Array:
+        """Read a union of ``null`` and one type: the value where the branch is not null."""
+        nulls = [_is_null(branch) for branch in schema]
+        check(len(schema) == 2 and sum(nulls) == 1)
+        branch = self.varint(rows)
+        check(np.all((branch == 0) | (branch == 1)))
+        other = nulls.index(False)
+        valued = branch == other
+        other = schema[other]
+        values = self._read(other, rows[valued])
+        if valued.all():  # no null: the values as they are
+            return values
+        index = np.full(len(rows), -1, dtype=np.int64)
+        index[valued] = np.arange(int(valued.sum()))
+        return values.take(pa.array(index, mask=index < 0))
+
+    def _record(self, schema: dict, rows: np.ndarray) -> pa.Array:
+        fields = schema.get("fields")
+        check(isinstance(fields, list) and len(fields) > 0)
+        children = [self._read(field["type"], rows) for field in fields]
+        return pa.StructArray.from_arrays(children, [field["name"] for field in fields])
+
+    def _enum(self, schema: dict, rows: np.ndarray) -> pa.Array:
+        symbols = schema.get("symbols")
+        check(isinstance(symbols, list))
+        index = self.varint(rows)
+        check(np.all((index >= 0) & (index < len(symbols))))
+        return pa.array(symbols, pa.string()).take(pa.array(index))
+
+    def _long(self, schema: Any, rows: np.ndarray) -> pa.Array:
+        return pa.array(self.varint(rows), pa.int64())
+
+    def _boolean(self, schema: Any, rows: np.ndarray) -> pa.Array:
+        check(np.all(self.pos[rows] < self.end[rows]))
+        byte = self.buf[self.pos[rows]]
+        check(np.all(byte <= 1))
+        self.pos[rows] += 1
+        return pa.array(byte == 1)
+
+    def _fixed_width(self, schema: Any, rows: np.ndarray) -> pa.Array:
+        dtype, size = _PRIMITIVE_BYTES[schema]
+        check(np.all(self.pos[rows] + size <= self.end[rows]))
+        cells = self.buf[self.pos[rows][:, None] + np.arange(size)]
+        self.pos[rows] += size
+        return pa.array(
+            np.ascontiguousarray(cells).view(dtype).reshape(len(rows)).astype(np.float64)
+        )
+
+    def _bytes(self, schema: Any, rows: np.ndarray) -> pa.Array:
+        size = self.varint(rows)
+        start = self.pos[rows]
+        check(np.all((size >= 0) & (start + size <= self.end[rows])))
+        self.pos[rows] += size
+        body, offsets = gather(self.buf, start, start + size)
+        return pa.Array.from_buffers(
+            pa.large_binary(), len(rows), [None, pa.py_buffer(offsets), pa.py_buffer(body)]
+        ).cast(pa.binary())
+
+    def _string(self, schema: Any, rows: np.ndarray) -> pa.Array:
+        try:
+            return self._bytes(schema, rows).cast(pa.string())
+        except pa.ArrowInvalid as exc:  # not UTF-8
+            raise Decline from exc
+
+    def _null(self, schema: Any, rows: np.ndarray) -> pa.Array:
+        return pa.nulls(len(rows))
+
+
+def _is_null(schema: Any) -> bool:
+    """Whether a schema is ``null``, written as a name (``"null"``) or an object (Replicate)."""
+    return schema == "null" or (isinstance(schema, dict) and schema.get("type") == "null")
+
+
+_READERS = {
+    "record": AvroColumns._record,
+    "enum": AvroColumns._enum,
+    "int": AvroColumns._long,
+    "long": AvroColumns._long,
+    "boolean": AvroColumns._boolean,
+    "float": AvroColumns._fixed_width,
+    "double": AvroColumns._fixed_width,
+    "bytes": AvroColumns._bytes,
+    "string": AvroColumns._string,
+    "null": AvroColumns._null,
 }
