@@ -47,7 +47,7 @@ FAST_PATHS = {
     "goldengate_trail": "by column",
     "linkexpress_extract": "by column",
     "hirdb_update_sql": "by column, one pattern per statement shape",
-    "qlik_kafka": "by column (orjson, Avro read with numpy)",
+    "qlik_kafka": "by column (pyarrow.json or orjson; Avro by numpy)",
 }
 
 
