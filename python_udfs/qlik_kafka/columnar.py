@@ -352,12 +352,16 @@ class _ArrowJsonWalk(_JsonWalk):
         if found is None:
             return self.result
         region, self.lines, offsets = found
+        options = pj.ReadOptions(use_threads=False, block_size=len(region) + 1)
         try:
             region.decode("utf-8")  # Arrow does not check the text of strings
-            read = pj.read_json(
-                io.BytesIO(region),
-                read_options=pj.ReadOptions(use_threads=False, block_size=len(region) + 1),
-            )
+            read = pj.read_json(io.BytesIO(region), read_options=options)
+            # Arrow reads ISO dates and times as timestamps, whose text is lost: read again
+            # with those columns as text (once, where a dump has such values)
+            schema = pa.schema([f.with_type(_as_text(f.type)) for f in read.schema])
+            if schema != read.schema:
+                parse = pj.ParseOptions(explicit_schema=schema)
+                read = pj.read_json(io.BytesIO(region), read_options=options, parse_options=parse)
         except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
             raise Decline from exc
         check(
@@ -449,6 +453,17 @@ class _ArrowJsonWalk(_JsonWalk):
         if record not in parsed:
             parsed[record] = orjson.loads(self.lines[record])["message"]
         return parsed[record]
+
+
+def _as_text(arrow_type: pa.DataType) -> pa.DataType:
+    """Return ``arrow_type`` with every date, time and timestamp in it read as text."""
+    if pa.types.is_temporal(arrow_type):
+        return pa.string()
+    if pa.types.is_struct(arrow_type):
+        return pa.struct([f.with_type(_as_text(f.type)) for f in arrow_type])
+    if pa.types.is_list(arrow_type):
+        return pa.list_(_as_text(arrow_type.value_type))
+    return arrow_type
 
 
 def _is_text(arrow_type) -> bool:
