@@ -352,34 +352,31 @@ class _ArrowJsonWalk(_JsonWalk):
         if found is None:
             return self.result
         region, self.lines, offsets = found
-        options = pj.ReadOptions(use_threads=False, block_size=len(region) + 1)
-        try:
-            region.decode("utf-8")  # Arrow does not check the text of strings
-            read = pj.read_json(io.BytesIO(region), read_options=options)
-            # Arrow reads ISO dates and times as timestamps, whose text is lost: read again
-            # with those columns as text (once, where a dump has such values)
-            schema = pa.schema([f.with_type(_as_text(f.type)) for f in read.schema])
-            if schema != read.schema:
-                parse = pj.ParseOptions(explicit_schema=schema)
-                read = pj.read_json(io.BytesIO(region), read_options=options, parse_options=parse)
-        except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
-            raise Decline from exc
+        # the metadata messages first: Arrow reads only the data messages after them (an MD
+        # message's nested fields would be null columns of every data message)
+        first_data = 0
+        while first_data < len(self.lines) and _kind(orjson.loads(self.lines[first_data])) == "MD":
+            first_data += 1
+        kinds = ["MD"] * first_data + ["DT"] * (len(self.lines) - first_data)
+        self._metadata(kinds, self.lines.__getitem__, offsets)
+        if first_data == len(self.lines):
+            return self._finish([], offsets)
+        read = _read_json(region[int(offsets[first_data] - offsets[0]) :])
         check(
-            read.num_rows == len(self.lines)
+            read.num_rows == len(self.lines) - first_data
             and {"magic", "type", "message"} <= set(read.column_names)
         )
         envelope = {name: read.column(name).combine_chunks() for name in read.column_names}
         check(
             pc.all(pc.equal(envelope["magic"], "atMSG")).as_py()
             and envelope["magic"].null_count == 0
+            and pc.all(pc.equal(envelope["type"], "DT")).as_py()
+            and envelope["type"].null_count == 0
         )
-        kinds = envelope["type"].to_pylist()
-        check(set(kinds) <= {"MD", "DT"})
-        first_data = self._metadata(kinds, self.lines.__getitem__, offsets)
-        message = envelope["message"].slice(first_data)
+        message = envelope["message"]
         check(pa.types.is_struct(message.type) and message.null_count == 0)
         fields = dict(zip([f.name for f in message.type], message.flatten(), strict=True))
-        ids = envelope.get("messageSchemaId", pa.nulls(len(kinds))).slice(first_data)
+        ids = envelope.get("messageSchemaId", pa.nulls(read.num_rows))
         check(_is_text(ids.type))
         schema_ids = ids.to_pylist()
         table_names = [
@@ -453,6 +450,26 @@ class _ArrowJsonWalk(_JsonWalk):
         if record not in parsed:
             parsed[record] = orjson.loads(self.lines[record])["message"]
         return parsed[record]
+
+
+def _read_json(text: bytes) -> pa.Table:
+    """Read JSON Lines with ``pyarrow.json`` in one block; decline what it cannot read.
+
+    The text must be UTF-8 (Arrow does not check the text of strings). Arrow reads ISO dates
+    and times as timestamps, whose text is lost: a dump with such values is read again with
+    those columns as text.
+    """
+    options = pj.ReadOptions(use_threads=False, block_size=len(text) + 1)
+    try:
+        text.decode("utf-8")
+        read = pj.read_json(io.BytesIO(text), read_options=options)
+        schema = pa.schema([f.with_type(_as_text(f.type)) for f in read.schema])
+        if schema != read.schema:
+            parse = pj.ParseOptions(explicit_schema=schema)
+            read = pj.read_json(io.BytesIO(text), read_options=options, parse_options=parse)
+    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+        raise Decline from exc
+    return read
 
 
 def _as_text(arrow_type: pa.DataType) -> pa.DataType:
