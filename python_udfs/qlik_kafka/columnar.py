@@ -455,21 +455,35 @@ class _ArrowJsonWalk(_JsonWalk):
 def _read_json(text: bytes) -> pa.Table:
     """Read JSON Lines with ``pyarrow.json`` in one block; decline what it cannot read.
 
-    The text must be UTF-8 (Arrow does not check the text of strings). Arrow reads ISO dates
-    and times as timestamps, whose text is lost: a dump with such values is read again with
-    those columns as text.
+    Arrow does not check the text of strings as it reads them: the table is validated in full
+    (its strings and names must be UTF-8, as ``json`` decodes them). Arrow reads ISO dates and
+    times as timestamps, whose text is lost: a dump with such values is read again with those
+    columns as text.
     """
     options = pj.ReadOptions(use_threads=False, block_size=len(text) + 1)
     try:
-        text.decode("utf-8")
         read = pj.read_json(io.BytesIO(text), read_options=options)
+        _field_names(read.schema)  # names (keys) that are not UTF-8 raise here
         schema = pa.schema([f.with_type(_as_text(f.type)) for f in read.schema])
         if schema != read.schema:
             parse = pj.ParseOptions(explicit_schema=schema)
             read = pj.read_json(io.BytesIO(text), read_options=options, parse_options=parse)
+        read.validate(full=True)
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
         raise Decline from exc
     return read
+
+
+def _field_names(fields) -> list[str]:
+    """Return every field name of a schema or struct type, nested ones too (as ``str``)."""
+    names = []
+    for f in fields:
+        names.append(f.name)
+        if pa.types.is_struct(f.type):
+            names += _field_names(f.type)
+        elif pa.types.is_list(f.type) and pa.types.is_struct(f.type.value_type):
+            names += _field_names(f.type.value_type)
+    return names
 
 
 def _as_text(arrow_type: pa.DataType) -> pa.DataType:
