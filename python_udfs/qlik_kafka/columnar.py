@@ -299,6 +299,25 @@ class _JsonWalk(_Walk):
         check(all(line.strip() for line in lines))
         return region, lines, offsets
 
+    def _line_bounds(self, final: bool) -> tuple[bytes, np.ndarray, np.ndarray] | None:
+        """Return the whole lines' bytes from ``start``, each line's offset and end (at LF).
+
+        As :meth:`_lines` finds them, without making each line: the walk that reads the
+        lines with Arrow takes few of them one by one.
+        """
+        end = self.data.rfind(b"\n", self.start) + 1 or self.start
+        if final:
+            end = len(self.data)
+        if end <= self.start:
+            return None
+        self.result.consumed_end = end
+        region = self.data[self.start : end]
+        ends = np.flatnonzero(np.frombuffer(region, np.uint8) == 10) + self.start
+        if not region.endswith(b"\n"):
+            ends = np.append(ends, end)
+        offsets = np.concatenate(([self.start], ends[:-1] + 1)).astype(np.int64)
+        return region, offsets, ends
+
     def _by_table(self, messages: list[tuple[dict, Any]]):
         """Yield ``(table metadata, positions in messages)`` of each table the messages name."""
         keys = [(m.get("schema"), m.get("table"), schema_id) for m, schema_id in messages]
@@ -348,10 +367,11 @@ class _ArrowJsonWalk(_JsonWalk):
 
     def run(self, final: bool) -> DecodeResult:
         """Read every line; the data messages' rows go to ``result.table``."""
-        found = self._lines(final)
+        found = self._line_bounds(final)
         if found is None:
             return self.result
-        region, self.lines, offsets = found
+        region, offsets, ends = found
+        self.lines = _Lines(self.data, offsets, ends)
         # the metadata messages first: Arrow reads only the data messages after them (an MD
         # message's nested fields would be null columns of every data message)
         first_data = 0
@@ -499,6 +519,25 @@ def _as_text(arrow_type: pa.DataType) -> pa.DataType:
 
 def _is_text(arrow_type) -> bool:
     return pa.types.is_string(arrow_type) or pa.types.is_null(arrow_type)
+
+
+class _Lines:
+    """The lines of a dump, made one by one when asked for: ``lines[i]``, ``len(lines)``.
+
+    ``offsets`` and ``ends`` bound each line (``ends`` at its LF, or the dump's end); a CR
+    before the LF is not the line's (:func:`decoder._line_frames`).
+    """
+
+    def __init__(self, data: bytes, offsets: np.ndarray, ends: np.ndarray) -> None:
+        self.data, self.offsets, self.ends = data, offsets.tolist(), ends.tolist()
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __getitem__(self, i: int) -> bytes:
+        line = self.data[self.offsets[i] : self.ends[i]].rstrip(b"\r")
+        check(bool(line.strip()))  # an empty line: the reference's reject
+        return line
 
 
 class _LpvWalk(_Walk):
