@@ -70,11 +70,11 @@ _HEADERS = (
     "transactionEventCounter",
     "transactionLastEvent",
 )
-_MAP = pa.map_(pa.string(), pa.string())
 #: The header fields kept as text in the raw table, with ``""`` read as none.
 _TEXT_HEADERS = {"stream_position": "streamPosition", "transaction_id": "transactionId"}
-#: Python types a data value may have on the fast path (a nested object or array: reference).
 _NONE = type(None)
+#: Python types of a text header field, and of a data value on the fast path (a nested object
+#: or array goes to the reference).
 _TEXT = {str, _NONE}
 _SCALARS = {str, int, float, bool, bytes, _NONE}
 
@@ -207,14 +207,15 @@ class _Walk:
     def _rows(
         self,
         meta: TableMeta,
-        header: Callable[[str], list[Any]],
+        header: Callable[[str], Any],
         images: dict[str, _Image],
         schema_ids: list[Any],
         records: np.ndarray,
     ) -> pa.Table:
         """Return the raw rows of one table's data messages (and their ``_record``).
 
-        ``header(field)`` gives a header field's value of every message (None where absent).
+        ``header(field)`` gives a header field's value of every message (None where absent),
+        as a list or an Arrow array; ``records`` are the messages' places in the dump.
         """
         n = len(records)
         columns = _header_columns(header, self.opts)
