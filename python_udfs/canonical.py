@@ -275,7 +275,10 @@ def canonical_timestamp(value: object, overflow: str = "truncate") -> str:
         if value.tzinfo is not None:
             value = value.astimezone(dt.UTC).replace(tzinfo=None)
         frac = f"{value.microsecond:06d}" if value.microsecond else None
-        return value.strftime("%Y-%m-%d %H:%M:%S") + _fraction(frac, overflow)
+        # not strftime: glibc's %Y writes year 24 as "24", not "0024"
+        whole = f"{value.year:04d}-{value.month:02d}-{value.day:02d} "
+        whole += f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
+        return whole + _fraction(frac, overflow)
     text = str(value).strip()
     match = _TS_RE.fullmatch(text)
     if not match:

@@ -229,11 +229,10 @@ class _Walk:
         zone = None if zone_name.upper() == "UTC" else zoneinfo.ZoneInfo(zone_name)
         stamps = stamps.cast(pa.string())
         masked = pc.equal(stamps, ref.MASKED_STAMP)
-        # a UTC stamp without a fraction is its own canonical text when it is a date-time of
-        # a four-digit year (stamp_to_utc renders by strftime, which writes year 24 as "24")
+        # a UTC stamp without a fraction is its own canonical text when it is a date-time
         same = np.zeros(len(stamps), dtype=bool)
         if zone is None:
-            same = _matches(stamps, rf"^[1-9]\d{{3}}-\d\d-\d\d {_TIME}$")
+            same = _matches(stamps, rf"^\d{{4}}-\d\d-\d\d {_TIME}$")
             same &= _valid_dates(pc.utf8_slice_codeunits(stamps, 0, 10))
         same |= masked.to_numpy(zero_copy_only=False)
         utc = pc.if_else(masked, pa.scalar(None, pa.string()), stamps)
