@@ -170,10 +170,6 @@ def test_packed_decimal_rejects_a_bad_digit_or_sign(nibbles):
 def test_a_datetime_of_a_year_before_1000_renders_four_digits():
     """The canonical text of a datetime is the text of the same timestamp written out: year
     24 is ``0024`` (glibc's strftime would write ``24``)."""
-    import datetime as dt
-
-    from python_udfs.canonical import canonical_timestamp
-
     moment = dt.datetime(24, 3, 1, 8, 0, 5, 120)
     assert canonical_timestamp(moment) == "0024-03-01 08:00:05.000120"
     assert canonical_timestamp(moment) == canonical_timestamp("0024-03-01 08:00:05.000120")

@@ -149,7 +149,6 @@ class _Image:
 class _Walk:
     """One fast-path read of a dump, into ``result``; raises Decline."""
 
-    value_format = "json"
     #: Whether the dump holds JSON values only (``.jsonl``), as the reference's framing says.
     is_json = True
     #: The column types whose float values render as the reference's (None: every type, Avro).
@@ -211,11 +210,13 @@ class _Walk:
         images: dict[str, _Image],
         schema_ids: list[Any],
         records: np.ndarray,
+        value_format: str = "json",
     ) -> pa.Table:
         """Return the raw rows of one table's data messages (and their ``_record``).
 
         ``header(field)`` gives a header field's value of every message (None where absent),
-        as a list or an Arrow array; ``records`` are the messages' places in the dump.
+        as a list or an Arrow array; ``records`` are the messages' places in the dump;
+        ``value_format`` is the raw column of that name.
         """
         n = len(records)
         columns = _header_columns(header, self.opts)
@@ -229,7 +230,7 @@ class _Walk:
         check(all(s is None or type(s) is str for s in schema_ids))
         names = [c.column_name for c in table_columns]
         columns.update(
-            value_format=pa.repeat(pa.scalar(self.value_format), n),
+            value_format=pa.repeat(pa.scalar(value_format), n),
             message_type=pa.repeat(pa.scalar("DT"), n),
             message_schema_id=pa.array(schema_ids, pa.string()),
             source_schema=pa.repeat(pa.scalar(meta.source_schema, pa.string()), n),
@@ -654,8 +655,7 @@ class _LpvWalk(_Walk):
                 record.field("beforeData") if "beforeData" in fields else pa.nulls(len(records))
             ),
         }
-        self.value_format = value_format
-        return self._rows(meta, header, images, schema_ids, records)
+        return self._rows(meta, header, images, schema_ids, records, value_format)
 
 
 def _lpv_frames(data: bytes, start: int, final: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
