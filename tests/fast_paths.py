@@ -7,6 +7,7 @@ and resume offset.
 """
 
 import pyarrow as pa
+from hypothesis import strategies as st
 
 from python_udfs.staging import arrow_schema
 
@@ -33,3 +34,26 @@ def assert_same(fast, reference, raw_table: str) -> None:
     assert fast.metadata == reference.metadata
     assert fast.warnings == reference.warnings
     assert fast.consumed_end == reference.consumed_end
+
+
+def damaged(source: bytes, data, kinds: tuple[str, ...], most: int) -> bytes:
+    """Return ``source`` damaged 1 to ``most`` times, each by a kind drawn from ``kinds``.
+
+    ``flip`` one bit, ``set`` one byte, ``cut`` the rest of the file, ``insert`` 1 to 8 bytes,
+    ``line`` insert a line of random text; ``data`` is hypothesis's ``st.data()``.
+    """
+    raw = bytearray(source)
+    for _ in range(data.draw(st.integers(1, most))):
+        kind = data.draw(st.sampled_from(kinds))
+        pos = data.draw(st.integers(0, len(raw) - 1))
+        if kind == "flip":
+            raw[pos] ^= 1 << data.draw(st.integers(0, 7))
+        elif kind == "set":
+            raw[pos] = data.draw(st.integers(0, 255))
+        elif kind == "cut":
+            del raw[max(pos, 1) :]
+        elif kind == "insert":
+            raw[pos:pos] = data.draw(st.binary(min_size=1, max_size=8))
+        else:
+            raw[pos:pos] = data.draw(st.text(max_size=40)).encode("utf-8", "replace") + b"\n"
+    return bytes(raw)

@@ -286,25 +286,15 @@ def test_lines_of_one_shape_with_literals_of_their_own_decode_as_the_reference_d
 def test_damaged_files_decode_the_same_by_both_paths(data):
     """Bytes flipped, cut or inserted anywhere in a simulated file, lines of random text: the
     fast path declines or gives what the reference gives, and so does staging's decode."""
-    raw = bytearray(simulated("cp932", False, seed=4))
-    for _ in range(data.draw(st.integers(1, 4))):
-        kind = data.draw(st.sampled_from(["flip", "cut", "insert", "line"]))
-        pos = data.draw(st.integers(0, len(raw) - 1))
-        if kind == "flip":
-            raw[pos] ^= 1 << data.draw(st.integers(0, 7))
-        elif kind == "cut":
-            del raw[max(pos, 1) :]
-        elif kind == "insert":
-            raw[pos:pos] = data.draw(st.binary(min_size=1, max_size=8))
-        else:
-            raw[pos:pos] = data.draw(st.text(max_size=40)).encode("utf-8", "replace") + b"\n"
+    source = simulated("cp932", False, seed=4)
+    raw = fast_paths.damaged(source, data, ("flip", "cut", "insert", "line"), 4)
     final = data.draw(st.booleans())
-    fast, reference = both(bytes(raw), final=final, catalog=jp_catalog())
+    fast, reference = both(raw, final=final, catalog=jp_catalog())
     if fast is not None:  # an exception of the fast path fails the test here
         assert_same(fast, reference)
     context = {"catalog": jp_catalog(), "options": {}}
     staged, reference = (
-        spec.decode(bytes(raw), FileToDecode("SQLTXT_SV1_DST1", context, 0, 0, None, final, c))
+        spec.decode(raw, FileToDecode("SQLTXT_SV1_DST1", context, 0, 0, None, final, c))
         for c in (True, False)
     )
     assert_same(staged, reference)

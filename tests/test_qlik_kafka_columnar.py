@@ -173,20 +173,9 @@ def test_damaged_avro_dumps_decode_the_same_by_both_paths(simulated_lpv, data):
     path declines or gives what the reference gives."""
     dumps, catalog, context = simulated_lpv
     name, source = dumps[data.draw(st.integers(0, len(dumps) - 1))]
-    raw = bytearray(source[:8000])
-    for _ in range(data.draw(st.integers(1, 3))):
-        kind = data.draw(st.sampled_from(["flip", "set", "cut", "insert"]))
-        pos = data.draw(st.integers(0, len(raw) - 1))
-        if kind == "flip":
-            raw[pos] ^= 1 << data.draw(st.integers(0, 7))
-        elif kind == "set":
-            raw[pos] = data.draw(st.integers(0, 255))
-        elif kind == "cut":
-            del raw[max(pos, 1) :]
-        else:
-            raw[pos:pos] = data.draw(st.binary(min_size=1, max_size=6))
+    raw = fast_paths.damaged(source[:8000], data, ("flip", "set", "cut", "insert"), 3)
     final = data.draw(st.booleans())
-    fast, reference = both(bytes(raw), name, catalog, final=final, **context)
+    fast, reference = both(raw, name, catalog, final=final, **context)
     if fast is not None:  # an exception of the fast path fails the test here
         assert_same(fast, reference)
 
@@ -362,26 +351,14 @@ def test_damaged_dumps_decode_the_same_by_both_paths(simulated_json, data):
     """Bytes flipped, cut or inserted anywhere in a simulated dump, lines of random text: the
     fast path declines or gives what the reference gives, and so does staging's decode."""
     name, source = simulated_json[data.draw(st.integers(0, len(simulated_json) - 1))]
-    raw = bytearray(source[:6000])
-    for _ in range(data.draw(st.integers(1, 3))):
-        kind = data.draw(st.sampled_from(["flip", "cut", "insert", "line"]))
-        pos = data.draw(st.integers(0, len(raw) - 1))
-        if kind == "flip":
-            raw[pos] ^= 1 << data.draw(st.integers(0, 7))
-        elif kind == "cut":
-            del raw[max(pos, 1) :]
-        elif kind == "insert":
-            raw[pos:pos] = data.draw(st.binary(min_size=1, max_size=8))
-        else:
-            raw[pos:pos] = data.draw(st.text(max_size=40)).encode("utf-8", "replace") + b"\n"
+    raw = fast_paths.damaged(source[:6000], data, ("flip", "cut", "insert", "line"), 3)
     final = data.draw(st.booleans())
     catalog = scanned(simulated_json[0][1], simulated_json[0][0])
-    fast, reference = both(bytes(raw), name, catalog, final=final)
+    fast, reference = both(raw, name, catalog, final=final)
     if fast is not None:  # an exception of the fast path fails the test here
         assert_same(fast, reference)
     context = {"kafka_catalog": catalog, "options": {}}
     staged, reference = (
-        spec.decode(bytes(raw), FileToDecode(name, context, 0, 0, None, final, c))
-        for c in (True, False)
+        spec.decode(raw, FileToDecode(name, context, 0, 0, None, final, c)) for c in (True, False)
     )
     assert_same(staged, reference)
