@@ -279,33 +279,22 @@ class _JsonWalk(_Walk):
     def _lines(self, final: bool) -> tuple[bytes, list[bytes], np.ndarray] | None:
         """Return the whole lines from ``start``: their bytes, each line, each line's offset.
 
-        None when there is none. The last line without LF counts only when ``final``
-        (:func:`decoder._line_frames`); a CR before LF is not the line's; an empty line
-        declines.
+        None when there is none (:meth:`_line_bounds`); a CR before LF is not the line's; an
+        empty line declines (:class:`_Lines`).
         """
-        end = self.data.rfind(b"\n", self.start) + 1 or self.start
-        if final:
-            end = len(self.data)
-        if end <= self.start:
+        found = self._line_bounds(final)
+        if found is None:
             return None
-        self.result.consumed_end = end
-        region = self.data[self.start : end]
-        lines = region.split(b"\n")
-        if region.endswith(b"\n"):
-            lines.pop()
-        offsets = np.zeros(len(lines), dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, lines[:-1]), np.int64, len(lines) - 1) + 1, out=offsets[1:])
-        offsets += self.start
-        if b"\r" in region:
-            lines = [line.rstrip(b"\r") for line in lines]
-        check(all(line.strip() for line in lines))
-        return region, lines, offsets
+        region, offsets, ends = found
+        lines = _Lines(self.data, offsets, ends)
+        return region, [lines[i] for i in range(len(lines))], offsets
 
     def _line_bounds(self, final: bool) -> tuple[bytes, np.ndarray, np.ndarray] | None:
         """Return the whole lines' bytes from ``start``, each line's offset and end (at LF).
 
-        As :meth:`_lines` finds them, without making each line: the walk that reads the
-        lines with Arrow takes few of them one by one.
+        None when there is none. The last line without LF counts only when ``final``
+        (:func:`decoder._line_frames`). The lines are not made here: the walk that reads them
+        with Arrow takes few of them, one by one (:class:`_Lines`).
         """
         end = self.data.rfind(b"\n", self.start) + 1 or self.start
         if final:
