@@ -943,6 +943,30 @@ def _run_task(task: bytes, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
     return list(pickle.loads(task)(iter([batch])))
 
 
+#: The modules the worker processes' ``forkserver`` imports once, before any worker forks from
+#: it: this module (with every decoder), cloudpickle, and pandas, which pyarrow imports the
+#: first time a table is built from Python values (``from_pylist``); a module that is not
+#: installed is skipped.
+WORKER_PRELOAD = (__name__, "pyspark.cloudpickle", "pandas")
+
+
+def start_worker_server():
+    """Start the ``forkserver`` of the staging workers, if it is not running; its context.
+
+    Does not wait for the server to import :data:`WORKER_PRELOAD`: that runs beside the
+    caller's own work (``Stager.stage`` calls this first, before it plans the batch), and the
+    first worker waits for it. The server lives as long as this process, so later batches of
+    ``cdc run --every`` fork from it too.
+    """
+    import multiprocessing
+    import multiprocessing.forkserver
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(WORKER_PRELOAD))
+    multiprocessing.forkserver.ensure_running()
+    return context
+
+
 def run_in_processes(
     task: Callable, groups: list[pa.RecordBatch], processes: int
 ) -> list[pa.RecordBatch]:
@@ -957,7 +981,6 @@ def run_in_processes(
     are pickled between processes. Outputs come in group order. An exception of a task is
     raised here (the batch fails, and nothing is committed).
     """
-    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     from pyspark import cloudpickle
@@ -965,8 +988,7 @@ def run_in_processes(
     if not groups:
         return []
 
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__, "pyspark.cloudpickle"])
+    context = start_worker_server()
     workers = max(1, min(processes, len(groups)))
     payload = cloudpickle.dumps(task)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
@@ -1256,6 +1278,8 @@ class Stager:
         """Run one ingest batch over every feed; return what it did."""
         batch_id = new_batch_id()
         summary = StageSummary(batch_id)
+        if self._processes():
+            start_worker_server()  # its imports run while this process plans the batch
         self.ensure_tables()
         committed = self.committed_batches()
         self.log(f"staging batch {batch_id}")
@@ -1339,6 +1363,8 @@ class Stager:
             )
         batch_id = new_batch_id()
         summary = StageSummary(batch_id)
+        if self._processes():
+            start_worker_server()  # its imports run while this process plans the batch
         self.ensure_tables()
         committed = self.committed_batches()
         self.log(f"restaging batch {batch_id}")
@@ -1385,6 +1411,12 @@ class Stager:
         folder = self._table_path("raw_ingested_files") / f"ingest_batch_id={batch_id}"
         _write_file_in_place(manifest, folder, "part-00000-manifest.parquet")
 
+    def _processes(self) -> int | None:
+        """Return the worker processes of a batch on this project's master (:func:`local_processes`)."""
+        from python_udfs.spark import spark_conf
+
+        return local_processes(spark_conf(self.config.lake_root)["spark.master"])
+
     def _commit_batch(
         self, summary: StageSummary, candidates: list[Candidate], committed: set[str]
     ) -> StageSummary:
@@ -1417,9 +1449,7 @@ class Stager:
         in_process = sum(work_bytes(c) for c in candidates) <= limit
         # in this process, one task: one file per raw table for a small batch; on a local
         # master, worker processes (ADR 0031); on a cluster, a Spark job
-        from python_udfs.spark import spark_conf
-
-        processes = local_processes(spark_conf(self.config.lake_root)["spark.master"])
+        processes = self._processes()
         spark = None if in_process or processes else self._spark_session()
         tasks = 1 if in_process else (processes or spark.sparkContext.defaultParallelism) * 2
         groups = [

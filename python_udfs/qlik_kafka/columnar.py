@@ -653,22 +653,10 @@ def _lpv_frames(data: bytes, start: int, final: bool) -> tuple[np.ndarray, np.nd
     Declines a frame that overruns a final dump (the reference rejects it); in a dump still
     being written the frames stop before it (:func:`decoder._length_prefixed_frames`).
     """
-    offsets, ends, tombstones = [], [], []
-    pos, size, unpack = start, len(data), ref._FRAME_LEN.unpack_from
-    while pos < size:
-        if pos + 4 > size:
-            check(not final)
-            break
-        (length,) = unpack(data, pos)
-        end = pos + 4 if length == ref._TOMBSTONE else pos + 4 + length
-        if end > size:
-            check(not final)
-            break
-        offsets.append(pos)
-        ends.append(end)
-        tombstones.append(length == ref._TOMBSTONE)
-        pos = end
-    return np.array(offsets, np.int64), np.array(ends, np.int64), np.array(tombstones, bool)
+    bounds = np.array(list(ref.lpv_bounds(data, start)), np.int64).reshape(-1, 3)
+    last = int(bounds[-1, 1]) if len(bounds) else start
+    check(not final or last >= len(data))
+    return bounds[:, 0].copy(), bounds[:, 1].copy(), bounds[:, 2] == ref._TOMBSTONE
 
 
 def _avro_kinds(data: bytes, start: np.ndarray, end: np.ndarray, tombstones: np.ndarray, opts):

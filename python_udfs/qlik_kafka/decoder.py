@@ -361,24 +361,37 @@ def _length_prefixed_frames(
     A tombstone is the length ``FFFFFFFF`` with no value.
     """
     pos = start
-    while pos < len(data):
+    for pos, end, length in lpv_bounds(data, start):
+        index += 1
+        value = None if length == _TOMBSTONE else data[pos + 4 : end]
+        yield pos, end, index, value, None
+        pos = end
+    if pos < len(data) and final:  # a last frame that stops short
         index += 1
         if pos + 4 > len(data):
-            if final:
-                yield pos, len(data), index, None, "truncated frame (end of file inside length)"
+            yield pos, len(data), index, None, "truncated frame (end of file inside length)"
+        else:
+            (length,) = _FRAME_LEN.unpack_from(data, pos)
+            message = f"truncated frame: length {length} overruns the file"
+            yield pos, len(data), index, None, message
+
+
+def lpv_bounds(data: bytes, start: int) -> Iterator[tuple[int, int, int]]:
+    """Yield ``(offset, end, length)`` of each whole frame of a ``.lpv`` dump from ``start``.
+
+    Byte offsets; ``length`` is the frame's u32 big-endian length field, :data:`_TOMBSTONE`
+    for a tombstone (``end`` is then ``offset + 4``). Stops before a frame that does not end
+    within ``data``. Copies no value: the framing of the reference (:func:`_frames`), of the
+    metadata pass and of the fast path (``columnar._lpv_frames``) (formats/qlik_kafka_messages.md,
+    *What a file looks like*).
+    """
+    pos, size, unpack = start, len(data), _FRAME_LEN.unpack_from
+    while pos + 4 <= size:
+        (length,) = unpack(data, pos)
+        end = pos + 4 if length == _TOMBSTONE else pos + 4 + length
+        if end > size:
             return
-        (length,) = _FRAME_LEN.unpack_from(data, pos)
-        if length == _TOMBSTONE:
-            yield pos, pos + 4, index, None, None
-            pos += 4
-            continue
-        end = pos + 4 + length
-        if end > len(data):
-            if final:
-                message = f"truncated frame: length {length} overruns the file"
-                yield pos, len(data), index, None, message
-            return
-        yield pos, end, index, data[pos + 4 : end], None
+        yield pos, end, length
         pos = end
 
 
@@ -552,10 +565,12 @@ def _metadata_frames(data: bytes, file_name: str, start: int):
         yield from _frames(data, file_name, start, 0, final=False)
         return
     if lower.endswith(".lpv"):
-        for frame in _frames(data, file_name, start, 0, final=False):
-            value = frame[3]
-            if value is None or not (value.startswith(_AVRO_DT_ENVELOPE) or value[:1] == b"\x00"):
-                yield frame
+        for index, (pos, end, length) in enumerate(lpv_bounds(data, start), 1):
+            skipped = data.startswith(_AVRO_DT_ENVELOPE, pos + 4, end) or data.startswith(
+                b"\x00", pos + 4, end
+            )
+            if length != _TOMBSTONE and not skipped:
+                yield pos, end, index, data[pos + 4 : end], None
         return
     last = data.rfind(b"\n", start) + 1  # a last line without LF is not read yet
     at, counted, index = data.find(b'"MD"', start, last), start, 0
