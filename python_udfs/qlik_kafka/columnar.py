@@ -50,7 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from python_udfs.byte_fields import Decline, check, gather
+from python_udfs.byte_fields import Decline, binary, check
 from python_udfs.qlik_change_tables.decoder import _render_column, _text_timestamps
 from python_udfs.qlik_kafka import decoder as ref
 from python_udfs.qlik_kafka.decoder import KafkaCatalog, TableMeta
@@ -1081,10 +1081,7 @@ class AvroColumns:
         start = self.pos[rows]
         check(np.all((size >= 0) & (start + size <= self.end[rows])))
         self.pos[rows] += size
-        body, offsets = gather(self.buf, start, start + size)
-        return pa.Array.from_buffers(
-            pa.large_binary(), len(rows), [None, pa.py_buffer(offsets), pa.py_buffer(body)]
-        ).cast(pa.binary())
+        return binary(self.buf, start, start + size).cast(pa.binary())
 
     def _string(self, schema: Any, rows: np.ndarray) -> pa.Array:
         try:
