@@ -32,16 +32,21 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from python_udfs.config import ConfigError, ProjectConfig, load_project
-from python_udfs.demo import demo
-from python_udfs.run import export_roots, run_and_report, stage
-from python_udfs.scaffold import scaffold
-from python_udfs.sql_console import list_rejects, rich_console, sql
+from python_udfs.workers import configured_master, local_processes, start_worker_server
+
+if TYPE_CHECKING:
+    from python_udfs.config import ProjectConfig
+
+# The commands' modules (the decoders, pyarrow, rich, dbt's) are imported by ``main`` once
+# the command is known: ``cdc stage`` first starts its worker processes' server, which imports
+# the decoders beside this process (python_udfs/workers.py).
 
 
 def _parse_vars(text: str | None) -> dict[str, Any]:
+    from python_udfs.config import ConfigError
+
     if not text:
         return {}
     try:
@@ -133,6 +138,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _stage(config: ProjectConfig, log) -> int:
     """``cdc stage``: one staging batch (its files are reported as they are decoded)."""
+    from python_udfs.run import stage
+
     stage(config, log=log)
     return 0
 
@@ -170,6 +177,9 @@ def _run_loop(
 
     Returns 0 when the (last) run succeeded, 1 when its build failed.
     """
+    from python_udfs.config import load_project
+    from python_udfs.run import run_and_report
+
     runs = 0
     while True:
         ok = run_and_report(config, extra, args, log)
@@ -192,6 +202,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run" and args.runs is not None and (args.every is None or args.runs < 1):
         parser.error("--runs N needs --every SECONDS and N of 1 or more")
     project_dir = args.project_dir.resolve()
+    if args.command == "stage" and local_processes(configured_master()):
+        start_worker_server()  # its imports run while this process reads the project
+    from python_udfs.config import ConfigError, load_project
+    from python_udfs.demo import demo
+    from python_udfs.run import export_roots
+    from python_udfs.scaffold import scaffold
+    from python_udfs.sql_console import list_rejects, rich_console, sql
+
     console = rich_console()
 
     def log(text: str) -> None:

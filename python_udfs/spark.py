@@ -20,6 +20,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from python_udfs.workers import configured_master
+
 #: The JVM's log configuration: errors only, on stderr (``CDC_SPARK_LOG_LEVEL`` raises it).
 LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
 
@@ -76,7 +78,7 @@ CTE_RECURSION_LEVEL_LIMIT = "1000000"
 def _engine_conf(lake: Path) -> dict[str, str]:
     """Return the embedded engine's own settings for an absolute lake root (:func:`spark_conf`)."""
     return {
-        "spark.master": os.environ.get("CDC_SPARK_MASTER", "local[*]"),
+        "spark.master": configured_master(),
         "spark.app.name": "cdc_changelog",
         "spark.driver.memory": os.environ.get("CDC_SPARK_DRIVER_MEMORY", "4g"),
         "spark.sql.shuffle.partitions": os.environ.get("CDC_SHUFFLE_PARTITIONS", "4"),

@@ -10,7 +10,7 @@ One run of :func:`stage` is one *ingest batch* (id ``YYYYMMDDTHHMMSSffffff``, UT
    pass collects the batch's metadata, so that data messages can be resolved whatever file
    order they arrive in;
 3. the candidate files are spread over tasks (:func:`task_groups`) that run the pure-Python
-   decoders in parallel: in worker processes on a local master (:func:`run_in_processes`, ADR
+   decoders in parallel: in worker processes on a local master (:func:`~python_udfs.workers.run_in_processes`, ADR
    0031; no JVM), as one Spark job on a cluster's (:func:`run_on_spark`), and in this process
    for a batch of at most :data:`IN_PROCESS_BYTES`; each task reads its files from the landing
    folder itself (:func:`candidate_bytes`) and writes its rows with pyarrow, once, as
@@ -32,7 +32,6 @@ import datetime as dt
 import functools
 import hashlib
 import os
-import re
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -57,6 +56,12 @@ from python_udfs.feed_format import (
 )
 from python_udfs.records import EXCERPT_BYTES, DecodeResult, MetadataColumn, Reject
 from python_udfs.registry import FORMATS
+from python_udfs.workers import (
+    configured_master,
+    local_processes,
+    run_in_processes,
+    start_worker_server,
+)
 
 #: Every raw table's columns (without the ``ingest_batch_id`` partition): one per feed format
 #: (its ``spec.RAW_COLUMNS`` after the provenance columns), then the three every feed shares.
@@ -837,7 +842,7 @@ def make_write_udf(
     """Return the task function of the decode-and-write pass (:func:`write_files`, bound).
 
     A ``functools.partial`` of a module-level function, which the worker processes
-    (:func:`run_in_processes`) and Spark's tasks (:func:`run_on_spark`) receive pickled.
+    (:func:`~python_udfs.workers.run_in_processes`) and Spark's tasks (:func:`run_on_spark`) receive pickled.
     """
     return functools.partial(write_files, contexts, raw_root, batch_id, ingested_at)
 
@@ -912,22 +917,6 @@ def scan_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
                 yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
 
-def local_processes(master: str) -> int | None:
-    """Return how many worker processes stage a batch on Spark master ``master``.
-
-    ``local`` → 1, ``local[N]`` (or ``local[N,F]``) → N, ``local[*]`` → the cores this
-    process may use; None for any other master (a cluster), whose batches run as a Spark job.
-    """
-    match = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
-    if match is None:
-        return None
-    if match[1] and match[1] != "*":
-        return max(1, int(match[1]))
-    if match[1] is None:
-        return 1
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def run_on_spark(
     spark, task: Callable, groups: list[pa.RecordBatch], out_schema: pa.Schema
 ) -> pa.Table:
@@ -949,71 +938,11 @@ def run_on_spark(
     return spread.mapInArrow(by_group, from_arrow_schema(out_schema)).toArrow()
 
 
-def _run_task(task: bytes, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
-    """Run one staging task (``cloudpickle``'d) over its candidates, in a worker process."""
-    import pickle
-
-    return list(pickle.loads(task)(iter([batch])))
-
-
-#: The modules the worker processes' ``forkserver`` imports once, before any worker forks from
-#: it: this module (with every decoder), cloudpickle, and pandas, which pyarrow imports the
-#: first time a table is built from Python values (``from_pylist``); a module that is not
-#: installed is skipped.
-WORKER_PRELOAD = (__name__, "pyspark.cloudpickle", "pandas")
-
-
-def start_worker_server():
-    """Start the ``forkserver`` of the staging workers, if it is not running; its context.
-
-    Does not wait for the server to import :data:`WORKER_PRELOAD`: that runs beside the
-    caller's own work (``Stager.stage`` calls this first, before it plans the batch), and the
-    first worker waits for it. The server lives as long as this process, so later batches of
-    ``cdc run --every`` fork from it too.
-    """
-    import multiprocessing
-    import multiprocessing.forkserver
-
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(list(WORKER_PRELOAD))
-    multiprocessing.forkserver.ensure_running()
-    return context
-
-
-def run_in_processes(
-    task: Callable, groups: list[pa.RecordBatch], processes: int
-) -> list[pa.RecordBatch]:
-    """Run ``task`` once per group of candidates, ``processes`` at a time; the output batches.
-
-    ``task`` is a task function (:func:`make_write_udf`, :func:`make_metadata_udf`), sent to
-    the workers with ``cloudpickle`` as Spark sends its tasks (the decoder contexts hold
-    functions); each group is an Arrow batch of :class:`Candidate` fields. The workers fork
-    from a ``forkserver`` process that has imported this module once (a fresh process: no
-    thread of the caller's, such as a SparkSession's, is copied into a worker), and read and
-    write the files themselves: only the task, the candidates and the small output batches
-    are pickled between processes. Outputs come in group order. An exception of a task is
-    raised here (the batch fails, and nothing is committed).
-    """
-    from concurrent.futures import ProcessPoolExecutor
-
-    from pyspark import cloudpickle
-
-    if not groups:
-        return []
-
-    context = start_worker_server()
-    workers = max(1, min(processes, len(groups)))
-    payload = cloudpickle.dumps(task)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        outputs = list(pool.map(_run_task, [payload] * len(groups), groups))
-    return [batch for output in outputs for batch in output]
-
-
 class Stager:
     """Runs staging batches for one project.
 
     A batch needs no SparkSession: it reads the manifest and metadata with pyarrow and decodes
-    in worker processes (:func:`run_in_processes`). ``cdc restage`` and the reject listings
+    in worker processes (:func:`~python_udfs.workers.run_in_processes`). ``cdc restage`` and the reject listings
     query the raw tables with Spark.
     """
 
@@ -1428,10 +1357,8 @@ class Stager:
         return sum(work_bytes(c) for c in candidates) <= limit
 
     def _processes(self) -> int | None:
-        """Return the worker processes of a batch on this project's master (:func:`local_processes`)."""
-        from python_udfs.spark import spark_conf
-
-        return local_processes(spark_conf(self.config.lake_root)["spark.master"])
+        """Return the worker processes of a batch on this process's master (:func:`local_processes`)."""
+        return local_processes(configured_master())
 
     def _commit_batch(
         self, summary: StageSummary, candidates: list[Candidate], committed: set[str]

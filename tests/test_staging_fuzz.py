@@ -47,8 +47,8 @@ from python_udfs.staging import (
     list_landing_files,
     make_metadata_udf,
     make_write_udf,
-    run_in_processes,
 )
+from python_udfs.workers import run_in_processes
 from simulator.database import simulate
 from simulator.feeds import write_feed
 from tests.spark_project import REPO
