@@ -134,10 +134,11 @@ def _data_record(samples):
     return md, fastavro_bytes(schema, record)
 
 
-def test_avro_envelope_frame_of_the_formats_page(samples):
+def _dt_envelope(samples):
+    """An Avro envelope of one data message (formats/qlik_kafka_messages.md)."""
     md, payload = _data_record(samples)
     assert len(payload) == 40
-    envelope = (
+    return (
         b"atMSG"
         + b"\x04DT"
         + b"\x00"
@@ -147,6 +148,10 @@ def test_avro_envelope_frame_of_the_formats_page(samples):
         + bytes([len(payload) * 2])
         + payload
     )
+
+
+def test_avro_envelope_frame_of_the_formats_page(samples):
+    envelope = _dt_envelope(samples)
     assert len(envelope) == 85
     dump = _md_line(samples) + b"\n"
     catalog = KafkaCatalog()
@@ -163,6 +168,22 @@ def test_avro_envelope_frame_of_the_formats_page(samples):
         "from_date": "1993-11-25",
         "to_date": "1994-11-25",
     }
+
+
+def test_the_metadata_pass_reads_the_md_values_of_a_length_prefixed_dump(samples):
+    """MD text among Avro data envelopes is found; a dump of data envelopes holds none."""
+    md, dt = _md_line(samples), _dt_envelope(samples)
+
+    def framed(*values):
+        return b"".join(struct.pack(">I", len(v)) + v for v in values)
+
+    def declared(columns):
+        return [(c.source_table, c.column_name, c.ordinal, c.record_index) for c in columns]
+
+    in_lines = scan_metadata(b"x\n" + md + b"\n", file_name="t-0-00000000000000000000.jsonl")
+    in_frames = scan_metadata(framed(dt, md, dt), file_name="t-0-00000000000000000000.lpv")
+    assert declared(in_frames) == declared(in_lines) and len(in_frames) == 4
+    assert scan_metadata(framed(dt, dt, dt), file_name="t-0-00000000000000000000.lpv") == []
 
 
 def test_confluent_wire_format_with_a_schema_file(samples):

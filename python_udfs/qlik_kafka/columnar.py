@@ -36,7 +36,6 @@ paths give the same rows, metadata and warnings.
 from __future__ import annotations
 
 import gc
-import io
 import json
 import operator
 from collections.abc import Callable, Mapping
@@ -303,7 +302,7 @@ class _JsonWalk(_Walk):
             return None
         self.result.consumed_end = end
         region = self.data[self.start : end]
-        ends = np.flatnonzero(np.frombuffer(region, np.uint8) == 10) + self.start
+        ends = np.array(_newlines(self.data, self.start, end), np.int64)
         if not region.endswith(b"\n"):
             ends = np.append(ends, end)
         offsets = np.concatenate(([self.start], ends[:-1] + 1)).astype(np.int64)
@@ -343,6 +342,20 @@ class _JsonWalk(_Walk):
         return keys[0]
 
 
+def _newlines(data: bytes, start: int, end: int) -> list[int]:
+    """Return the offset of every LF in ``data[start:end]``.
+
+    Found with ``bytes.find``, one line at a time: a mask of the whole dump (numpy) costs a
+    byte of new memory per byte of the dump.
+    """
+    found, find = [], data.find
+    at = find(b"\n", start, end)
+    while at != -1:
+        found.append(at)
+        at = find(b"\n", at + 1, end)
+    return found
+
+
 class _ArrowJsonWalk(_JsonWalk):
     """A JSON Lines dump of enveloped messages parsed whole by ``pyarrow.json``.
 
@@ -372,7 +385,7 @@ class _ArrowJsonWalk(_JsonWalk):
         self._metadata(kinds, self.lines.__getitem__, offsets)
         if first_data == len(self.lines):
             return self._finish([], offsets)
-        read = _read_json(region[int(offsets[first_data] - offsets[0]) :])
+        read = _read_json(memoryview(region)[int(offsets[first_data] - offsets[0]) :])
         check(
             read.num_rows == len(self.lines) - first_data
             and {"magic", "type", "message"} <= set(read.column_names)
@@ -463,7 +476,7 @@ class _ArrowJsonWalk(_JsonWalk):
         return parsed[record]
 
 
-def _read_json(text: bytes) -> pa.Table:
+def _read_json(text: bytes | memoryview) -> pa.Table:
     """Read JSON Lines with ``pyarrow.json`` in one block; decline what it cannot read.
 
     Arrow does not check the text of strings as it reads them: the table is validated in full
@@ -473,12 +486,12 @@ def _read_json(text: bytes) -> pa.Table:
     """
     options = pj.ReadOptions(use_threads=False, block_size=len(text) + 1)
     try:
-        read = pj.read_json(io.BytesIO(text), read_options=options)
+        read = pj.read_json(pa.BufferReader(text), read_options=options)
         _field_names(read.schema)  # names (keys) that are not UTF-8 raise here
         schema = pa.schema([f.with_type(_as_text(f.type)) for f in read.schema])
         if schema != read.schema:
             parse = pj.ParseOptions(explicit_schema=schema)
-            read = pj.read_json(io.BytesIO(text), read_options=options, parse_options=parse)
+            read = pj.read_json(pa.BufferReader(text), read_options=options, parse_options=parse)
         read.validate(full=True)
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
         raise Decline from exc
@@ -546,7 +559,8 @@ class _LpvWalk(_Walk):
         value_start = np.where(tombstones, ends, offsets + 4)
         if tombstones.any():
             check(self.opts["tombstones"] == "count_and_skip")
-        envelope, kinds = _avro_kinds(self.data, value_start, ends, tombstones, self.opts)
+        self.buf = padded(self.data)  # one copy of the dump, read by every AvroColumns
+        envelope, kinds = _avro_kinds(self.buf, value_start, ends, tombstones, self.opts)
         first_data = self._metadata(kinds, lambda i: self.data[value_start[i] : ends[i]], offsets)
         records = np.arange(first_data, len(offsets))
         records = records[~tombstones[first_data:]]
@@ -568,7 +582,7 @@ class _LpvWalk(_Walk):
         if envelope.any():
             chosen = records[envelope]
             reader = AvroColumns(
-                self.data, value_start[chosen] + len(ref._AVRO_DT_ENVELOPE), ends[chosen]
+                self.buf, value_start[chosen] + len(ref._AVRO_DT_ENVELOPE), ends[chosen]
             )
             rows = np.arange(len(chosen))
             check(np.all(reader.varint(rows) == 0))  # headers: null
@@ -623,7 +637,7 @@ class _LpvWalk(_Walk):
         except Exception as exc:  # noqa: BLE001 - as the reference: any parse failure
             raise Decline from exc
         check(bool(meta.columns))
-        record = AvroColumns(self.data, starts, ends).read(schema)
+        record = AvroColumns(self.buf, starts, ends).read(schema)
         check(pa.types.is_struct(record.type))
         fields = {f.name for f in record.type}
         check({"data", "headers"} <= fields and fields <= {"data", "beforeData", "headers"})
@@ -659,22 +673,22 @@ def _lpv_frames(data: bytes, start: int, final: bool) -> tuple[np.ndarray, np.nd
     return bounds[:, 0].copy(), bounds[:, 1].copy(), bounds[:, 2] == ref._TOMBSTONE
 
 
-def _avro_kinds(data: bytes, start: np.ndarray, end: np.ndarray, tombstones: np.ndarray, opts):
+def _avro_kinds(buf: np.ndarray, start: np.ndarray, end: np.ndarray, tombstones: np.ndarray, opts):
     """Tell each ``.lpv`` value from its first bytes: ``(is a DT envelope, kinds)``.
 
     ``kinds`` is ``MD`` or ``DT`` per value (a tombstone counts as DT). A value is an envelope
     (``atMSG``) of type MD or DT, or a Confluent-framed record (``00`` and a 4-byte registry id)
     with ``confluent_framing: auto``; a plain record or any other value declines the dump
-    (:func:`decoder._open_any`, :func:`decoder._avro_payload`).
+    (:func:`decoder._open_any`, :func:`decoder._avro_payload`). ``buf`` is the dump
+    (:func:`padded`).
     """
-    buf = np.frombuffer(data + bytes(8), np.uint8)
     head = buf[start[:, None] + np.arange(8)]
 
     def starts_with(prefix: bytes) -> np.ndarray:
         return np.all(head[:, : len(prefix)] == np.frombuffer(prefix, np.uint8), axis=1)
 
     magic = starts_with(ref.MAGIC) & ~tombstones
-    dt, md = starts_with(ref._AVRO_DT_ENVELOPE) & magic, starts_with(ref.MAGIC + b"\x04MD") & magic
+    dt, md = starts_with(ref._AVRO_DT_ENVELOPE) & magic, starts_with(ref._AVRO_MD_ENVELOPE) & magic
     check(not np.any(magic & ~dt & ~md))
     check(not magic.any() or opts["envelope"] != "absent")
     bare = ~magic & ~tombstones
@@ -964,14 +978,24 @@ _VARINT_BYTES = 10
 _PRIMITIVE_BYTES = {"float": ("<f4", 4), "double": ("<f8", 8)}
 
 
-class AvroColumns:
-    """Read datums of one Avro schema, one per ``start`` offset of ``data``, by column.
+def padded(data: bytes) -> np.ndarray:
+    """Return ``data`` as a ``uint8`` array with zero bytes after it, as :class:`AvroColumns` reads.
 
-    ``end`` bounds each datum: :meth:`read` checks that every datum ends exactly there.
+    A varint or a fixed-width value is read a whole number of bytes at a time before it is
+    checked against its datum's end: the zeros keep those reads within the array.
+    """
+    return np.frombuffer(data + bytes(_VARINT_BYTES + 8), np.uint8)
+
+
+class AvroColumns:
+    """Read datums of one Avro schema, one per ``start`` offset of ``buf``, by column.
+
+    ``buf`` is the bytes that hold the datums, :func:`padded`; ``end`` bounds each datum:
+    :meth:`read` checks that every datum ends exactly there.
     """
 
-    def __init__(self, data: bytes, start: np.ndarray, end: np.ndarray) -> None:
-        self.buf = np.frombuffer(data + bytes(_VARINT_BYTES + 8), np.uint8)
+    def __init__(self, buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
+        self.buf = buf
         self.pos = start.astype(np.int64).copy()
         self.end = end.astype(np.int64)
         self.named: dict[str, Any] = {}

@@ -107,6 +107,8 @@ MAGIC = b"atMSG"
 #: ``magic``, then ``type`` as an Avro string (zigzag length 2, ``DT``). The metadata pass
 #: skips such values unread.
 _AVRO_DT_ENVELOPE = MAGIC + b"\x04DT"
+#: How an Avro envelope of a metadata message begins (``type`` ``MD``).
+_AVRO_MD_ENVELOPE = MAGIC + b"\x04MD"
 
 #: Avro schema of the Replicate message envelope (formats/qlik_kafka_messages.md).
 ENVELOPE_SCHEMA = fastavro.parse_schema(
@@ -557,14 +559,17 @@ def _metadata_frames(data: bytes, file_name: str, start: int):
 
     A JSON Lines dump yields only its lines with ``"MD"`` in them (found with ``bytes.find``,
     the line index counted); a ``.lpv`` dump only its values that do not start as an Avro DT
-    envelope or a Confluent-framed record (neither can be metadata); other framings every
-    frame. A value left out is one :func:`scan_metadata` would skip.
+    envelope or a Confluent-framed record (neither can be metadata), and none when the dump
+    holds neither an Avro MD envelope's first bytes nor ``"MD"``; other framings every frame.
+    A value left out is one :func:`scan_metadata` would skip.
     """
     lower = file_name.lower().removesuffix(".gz")
     if not lower.endswith((".jsonl", ".json", ".lpv")):
         yield from _frames(data, file_name, start, 0, final=False)
         return
     if lower.endswith(".lpv"):
+        if data.find(_AVRO_MD_ENVELOPE, start) == -1 and data.find(b'"MD"', start) == -1:
+            return  # no value can be metadata: an Avro MD envelope, or JSON text with "MD"
         for index, (pos, end, length) in enumerate(lpv_bounds(data, start), 1):
             skipped = data.startswith(_AVRO_DT_ENVELOPE, pos + 4, end) or data.startswith(
                 b"\x00", pos + 4, end
