@@ -6,7 +6,7 @@ rows as Arrow columns instead of one ``dict`` per message. Three walks read the 
 
 - :class:`_ArrowJsonWalk`: a JSON Lines dump of enveloped messages, parsed whole by
   ``pyarrow.json``. Arrow reads a missing key as a null value, so the lines where a data value
-  is null are parsed again with orjson to tell the two apart;
+  is null are read again with simdjson to tell the two apart;
 - :class:`_JsonWalk`: the JSON Lines dumps the first walk declines (bare messages, a table
   without metadata, ...), parsed line by line with orjson;
 - :class:`_LpvWalk`: a ``.lpv`` dump of Avro envelopes or Confluent-framed records, whose
@@ -48,6 +48,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
+import simdjson
 
 from python_udfs.byte_fields import Decline, binary, check
 from python_udfs.qlik_change_tables.decoder import _render_column, _text_timestamps
@@ -360,8 +361,8 @@ class _ArrowJsonWalk(_JsonWalk):
     """A JSON Lines dump of enveloped messages parsed whole by ``pyarrow.json``.
 
     The first try for a ``.jsonl`` dump: Arrow builds the columns in C++, and only the lines
-    where a data value is null are parsed again (orjson), to tell a null value from a missing
-    key, which Arrow reads alike. Declines, for :class:`_JsonWalk` to try, what Arrow reads
+    where a data value is null are read again (simdjson, :meth:`_has_key`), to tell a null
+    value from a missing key, which Arrow reads alike. Declines, for :class:`_JsonWalk` to try, what Arrow reads
     otherwise than ``json`` or not at all: a bare message or one in a JSON string, a table
     without metadata, a key written twice, a number past 64 bits (Arrow reads it as a float, so
     floats render in REAL4 and REAL8 columns only), a nested value, timestamps Arrow infers.
@@ -463,17 +464,22 @@ class _ArrowJsonWalk(_JsonWalk):
             child = children[name]
             has_key = ~is_null & child.is_valid().to_numpy(zero_copy_only=False)
             for row in np.flatnonzero(~is_null & ~has_key).tolist():
-                has_key[row] = name in self._message(int(records[row]))[field]
+                has_key[row] = self._has_key(int(records[row]), field, name)
             return child, has_key
 
         return _Image(is_null, set(children), values)
 
-    def _message(self, record: int) -> dict:
-        """Return the message of line ``record`` as orjson reads it (once per line)."""
-        parsed = self.__dict__.setdefault("_parsed", {})
-        if record not in parsed:
-            parsed[record] = orjson.loads(self.lines[record])["message"]
-        return parsed[record]
+    def _has_key(self, record: int, field: str, name: str) -> bool:
+        """Whether the ``field`` image of line ``record``'s message holds key ``name``.
+
+        Asked with simdjson, which reads the line without building its objects; any line it
+        does not read as Arrow did declines.
+        """
+        parser = self.__dict__.setdefault("_parser", simdjson.Parser())
+        try:
+            return name in parser.parse(self.lines[record])["message"][field]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise Decline from exc
 
 
 def _read_json(text: bytes | memoryview) -> pa.Table:
