@@ -9,7 +9,8 @@ them). Then, per format:
    Every format's fast path (:data:`FAST_PATHS`) and its per-record reference path are timed
    in the same run;
 2. ``cdc stage`` of the same files into a fresh lake (worker processes on all cores, ADR 0031; the
-   manifest and the raw-table writes included): records/s, records/s per core and MB/s.
+   manifest and the raw-table writes included): records/s, records/s per core and MB/s. It
+   runs before the decoders alone, which would leave this process's memory full.
 
 ``--profile N`` decodes each format's files once more under ``cProfile`` (not timed: the
 profiler slows Python calls several times) and prints the N functions with the most time of
@@ -27,6 +28,7 @@ import dataclasses
 import io
 import pstats
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,7 +39,7 @@ from python_udfs.registry import FORMATS
 from python_udfs.staging import Stager, decode_candidate, list_landing_files
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.apply_scale import CORES, FEEDS, land, manifest_rows, run_step, write_feeds  # noqa: E402
+from benchmarks.apply_scale import CORES, FEEDS, land, manifest_rows, write_feeds  # noqa: E402
 from tests.spark_project import cli_env, make_project  # noqa: E402
 
 #: The formats whose decoder has a fast path beside its per-record reference (issue 47), and
@@ -93,6 +95,21 @@ def decoder_alone(
     return out
 
 
+def timed(args: list[str], env: dict, cwd: Path) -> float:
+    """Run a command; return its wall seconds. Raises SystemExit with its output if it fails.
+
+    No memory sampler runs beside it (``apply_scale.run_step`` polls ``/proc``): on a 2-core
+    machine its polling would be timed with the command.
+    """
+    started = time.perf_counter()
+    proc = subprocess.run(
+        args, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(args[:4])} failed ({proc.returncode}):\n{proc.stdout[-5000:]}")
+    return time.perf_counter() - started
+
+
 def profile(config, feed: str, folder: Path, top: int) -> str:
     """Decode ``folder``'s files once under cProfile; the ``top`` functions by their own time."""
     profiler = cProfile.Profile()
@@ -141,6 +158,9 @@ def main() -> None:
         land(work / "src" / "base" / feed, landing / feed)
         files = list(list_landing_files(landing / feed, fmt))
         size = sum(p.stat().st_size for p in files) / 1e6
+        # cdc stage first, on a quiet machine: the decoders alone fill this process's memory
+        # and leave it held while the subprocess would run
+        wall = timed(cdc + ["stage"], env, project)
         for label, records, rejects, seconds in decoder_alone(config, feed, landing / feed):
             path = "decoder alone, one core" + (f" ({label})" if label else "")
             print(
@@ -149,7 +169,6 @@ def main() -> None:
                 + (f"  {rejects} rejects" if rejects else ""),
                 flush=True,
             )
-        wall, _peak, _out = run_step(cdc + ["stage"], env, project)
         staged = sum(m["rows"] + m["rejects"] for m in manifest_rows(lake) if m["feed"] == feed)
         path = f"cdc stage, {CORES} cores"
         print(
