@@ -481,3 +481,24 @@ def test_task_groups_balance_the_bytes_to_decode_and_keep_file_order(tmp_path):
     for group in task_groups(files, 3):
         keys = [(c.feed, c.source_file, c.start) for c in group]
         assert keys == sorted(keys)
+
+
+def test_the_workers_start_with_their_allocator_settings_and_leave_the_callers_environment():
+    """The workers' server starts with :data:`WORKER_ENVIRONMENT` where the caller sets none of
+    it; the caller's own environment is as it was (a JVM started later inherits nothing)."""
+    import os
+
+    from python_udfs.workers import WORKER_ENVIRONMENT
+
+    before = {name: os.environ.get(name) for name in WORKER_ENVIRONMENT}
+
+    def environment(batches):
+        for _batch in batches:
+            yield pa.RecordBatch.from_pylist(
+                [{"name": name, "value": os.environ.get(name)} for name in WORKER_ENVIRONMENT]
+            )
+
+    (out,) = run_in_processes(environment, [pa.RecordBatch.from_pylist([{"x": 1}])], 1)
+    seen = {row["name"]: row["value"] for row in out.to_pylist()}
+    assert seen == {n: before[n] or value for n, value in WORKER_ENVIRONMENT.items()}
+    assert {name: os.environ.get(name) for name in WORKER_ENVIRONMENT} == before
