@@ -10,8 +10,9 @@ One run of :func:`stage` is one *ingest batch* (id ``YYYYMMDDTHHMMSSffffff``, UT
    pass collects the batch's metadata, so that data messages can be resolved whatever file
    order they arrive in;
 3. the candidate files are spread over tasks (:func:`task_groups`) that run the pure-Python
-   decoders in parallel: in worker processes on a local master (:func:`~python_udfs.workers.run_in_processes`, ADR
-   0031; no JVM), as one Spark job on a cluster's (:func:`run_on_spark`), and in this process
+   decoders in parallel: in worker processes on a local master
+   (:func:`~python_udfs.workers.run_in_processes`, ADR 0031; no JVM), as one Spark job on a
+   cluster's (:func:`run_on_spark`), and in this process
    for a batch of at most :data:`IN_PROCESS_BYTES`; each task reads its files from the landing
    folder itself (:func:`candidate_bytes`) and writes its rows with pyarrow, once, as
    partition ``ingest_batch_id=<id>`` of the format's raw table, ``raw_rejects`` and
@@ -844,7 +845,8 @@ def make_write_udf(
     """Return the task function of the decode-and-write pass (:func:`write_files`, bound).
 
     A ``functools.partial`` of a module-level function, which the worker processes
-    (:func:`~python_udfs.workers.run_in_processes`) and Spark's tasks (:func:`run_on_spark`) receive pickled.
+    (:func:`~python_udfs.workers.run_in_processes`) and Spark's tasks (:func:`run_on_spark`)
+    receive pickled.
     """
     return functools.partial(write_files, contexts, raw_root, batch_id, ingested_at)
 
@@ -944,8 +946,8 @@ class Stager:
     """Runs staging batches for one project.
 
     A batch needs no SparkSession: it reads the manifest and metadata with pyarrow and decodes
-    in worker processes (:func:`~python_udfs.workers.run_in_processes`). ``cdc restage`` and the reject listings
-    query the raw tables with Spark.
+    in worker processes (:func:`~python_udfs.workers.run_in_processes`). ``cdc restage`` and
+    the reject listings query the raw tables with Spark.
     """
 
     def __init__(
@@ -1354,12 +1356,12 @@ class Stager:
         _write_file_in_place(manifest, folder, "part-00000-manifest.parquet")
 
     def _in_process(self, candidates: list[Candidate]) -> bool:
-        """Whether a batch of ``candidates`` is decoded in this process (:data:`IN_PROCESS_BYTES`)."""
+        """Whether a batch of ``candidates`` decodes in this process (:data:`IN_PROCESS_BYTES`)."""
         limit = int(os.environ.get("CDC_STAGE_IN_PROCESS_BYTES", IN_PROCESS_BYTES))
         return sum(work_bytes(c) for c in candidates) <= limit
 
     def _processes(self) -> int | None:
-        """Return the worker processes of a batch on this process's master (:func:`local_processes`)."""
+        """Return the worker processes of a batch on this process's master (local_processes)."""
         return local_processes(configured_master())
 
     def _commit_batch(

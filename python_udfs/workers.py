@@ -22,7 +22,7 @@ DEFAULT_MASTER = "local[*]"
 
 
 def configured_master() -> str:
-    """Return the Spark master of this process: ``CDC_SPARK_MASTER``, else :data:`DEFAULT_MASTER`."""
+    """Return this process's Spark master: ``CDC_SPARK_MASTER``, else :data:`DEFAULT_MASTER`."""
     return os.environ.get("CDC_SPARK_MASTER", DEFAULT_MASTER)
 
 

@@ -362,10 +362,11 @@ class _ArrowJsonWalk(_JsonWalk):
 
     The first try for a ``.jsonl`` dump: Arrow builds the columns in C++, and only the lines
     where a data value is null are read again (simdjson, :meth:`_has_key`), to tell a null
-    value from a missing key, which Arrow reads alike. Declines, for :class:`_JsonWalk` to try, what Arrow reads
-    otherwise than ``json`` or not at all: a bare message or one in a JSON string, a table
-    without metadata, a key written twice, a number past 64 bits (Arrow reads it as a float, so
-    floats render in REAL4 and REAL8 columns only), a nested value, timestamps Arrow infers.
+    value from a missing key, which Arrow reads alike. Declines, for :class:`_JsonWalk` to
+    try, what Arrow reads otherwise than ``json`` or not at all: a bare message or one in a
+    JSON string, a table without metadata, a key written twice, a number past 64 bits (Arrow
+    reads it as a float, so floats render in REAL4 and REAL8 columns only), a nested value,
+    timestamps Arrow infers.
     """
 
     float_kinds = frozenset({"REAL4", "REAL8"})
