@@ -203,7 +203,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--runs N needs --every SECONDS and N of 1 or more")
     project_dir = args.project_dir.resolve()
     if args.command == "stage" and local_processes(configured_master()):
-        start_worker_server()  # its imports run while this process reads the project
+        # its imports run while this process reads the project; a cluster's master named in
+        # CDC_SPARK_CONF instead leaves it unused (Stager reads the master from spark_conf)
+        start_worker_server()
     from python_udfs.config import ConfigError, load_project
     from python_udfs.demo import demo
     from python_udfs.run import export_roots

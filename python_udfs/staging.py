@@ -57,12 +57,7 @@ from python_udfs.feed_format import (
 )
 from python_udfs.records import EXCERPT_BYTES, DecodeResult, MetadataColumn, Reject
 from python_udfs.registry import FORMATS
-from python_udfs.workers import (
-    configured_master,
-    local_processes,
-    run_in_processes,
-    start_worker_server,
-)
+from python_udfs.workers import local_processes, run_in_processes, start_worker_server
 
 #: Every raw table's columns (without the ``ingest_batch_id`` partition): one per feed format
 #: (its ``spec.RAW_COLUMNS`` after the provenance columns), then the three every feed shares.
@@ -1361,8 +1356,14 @@ class Stager:
         return sum(work_bytes(c) for c in candidates) <= limit
 
     def _processes(self) -> int | None:
-        """Return the worker processes of a batch on this process's master (local_processes)."""
-        return local_processes(configured_master())
+        """Return the worker processes of a batch on the engine's master (``local_processes``).
+
+        The master of ``spark_conf``: ``CDC_SPARK_MASTER``, or ``spark.master`` in
+        ``CDC_SPARK_CONF``.
+        """
+        from python_udfs.spark import spark_conf
+
+        return local_processes(spark_conf(self.config.lake_root)["spark.master"])
 
     def _commit_batch(
         self, summary: StageSummary, candidates: list[Candidate], committed: set[str]
