@@ -266,7 +266,7 @@ class _JsonWalk(_Walk):
         found = self._lines(final)
         if found is None:
             return self.result
-        _region, lines, offsets = found
+        lines, offsets = found
         objects = [orjson.loads(line) for line in lines]
         first_data = self._metadata([_kind(o) for o in objects], lines.__getitem__, offsets)
         messages = [_data_message(o, self.opts["envelope"]) for o in objects[first_data:]]
@@ -276,8 +276,8 @@ class _JsonWalk(_Walk):
         ]
         return self._finish(parts, offsets)
 
-    def _lines(self, final: bool) -> tuple[bytes, list[bytes], np.ndarray] | None:
-        """Return the whole lines from ``start``: their bytes, each line, each line's offset.
+    def _lines(self, final: bool) -> tuple[list[bytes], np.ndarray] | None:
+        """Return the whole lines from ``start``: each line and each line's offset.
 
         None when there is none (:meth:`_line_bounds`); a CR before LF is not the line's; an
         empty line declines (:class:`_Lines`).
@@ -285,12 +285,12 @@ class _JsonWalk(_Walk):
         found = self._line_bounds(final)
         if found is None:
             return None
-        region, offsets, ends = found
+        offsets, ends = found
         lines = _Lines(self.data, offsets, ends)
-        return region, [lines[i] for i in range(len(lines))], offsets
+        return [lines[i] for i in range(len(lines))], offsets
 
-    def _line_bounds(self, final: bool) -> tuple[bytes, np.ndarray, np.ndarray] | None:
-        """Return the whole lines' bytes from ``start``, each line's offset and end (at LF).
+    def _line_bounds(self, final: bool) -> tuple[np.ndarray, np.ndarray] | None:
+        """Return each whole line's offset and end (at LF) from ``start``; ``consumed_end`` is set.
 
         None when there is none. The last line without LF counts only when ``final``
         (:func:`decoder._line_frames`). The lines are not made here: the walk that reads them
@@ -302,12 +302,11 @@ class _JsonWalk(_Walk):
         if end <= self.start:
             return None
         self.result.consumed_end = end
-        region = self.data[self.start : end]
         ends = np.array(_newlines(self.data, self.start, end), np.int64)
-        if not region.endswith(b"\n"):
+        if self.data[end - 1 : end] != b"\n":
             ends = np.append(ends, end)
         offsets = np.concatenate(([self.start], ends[:-1] + 1)).astype(np.int64)
-        return region, offsets, ends
+        return offsets, ends
 
     def _by_table(self, messages: list[tuple[dict, Any]]):
         """Yield ``(table metadata, positions in messages)`` of each table the messages name."""
@@ -376,7 +375,7 @@ class _ArrowJsonWalk(_JsonWalk):
         found = self._line_bounds(final)
         if found is None:
             return self.result
-        region, offsets, ends = found
+        offsets, ends = found
         self.lines = _Lines(self.data, offsets, ends)
         # the metadata messages first: Arrow reads only the data messages after them (an MD
         # message's nested fields would be null columns of every data message)
@@ -387,7 +386,9 @@ class _ArrowJsonWalk(_JsonWalk):
         self._metadata(kinds, self.lines.__getitem__, offsets)
         if first_data == len(self.lines):
             return self._finish([], offsets)
-        read = _read_json(memoryview(region)[int(offsets[first_data] - offsets[0]) :])
+        read = _read_json(
+            memoryview(self.data)[int(offsets[first_data]) : self.result.consumed_end]
+        )
         check(
             read.num_rows == len(self.lines) - first_data
             and {"magic", "type", "message"} <= set(read.column_names)
