@@ -377,6 +377,8 @@ SCENARIOS = [
     Scenario("open", ("kafka", "gg", "hirdb", "lx"), open_transaction),
     Scenario("dupexact", ("ct", "kafka"), duplicates),
     Scenario("dupconflict", ("ct", "kafka"), duplicates),
+    # the conflicting copy lands in round 2, after round 1 logged the first delivery
+    Scenario("dupconflictlate", ("ct", "kafka"), duplicates),
     Scenario("addcolumn", ("ct", "kafka", "gg", "hirdb"), add_column),
     Scenario("dropcolumn", ("ct", "kafka", "gg"), drop_column),
     Scenario("renamecolumn", ("ct", "kafka", "gg"), rename_column),
@@ -475,7 +477,9 @@ def prepare(src: Path) -> Contribution:
                 later += _earlier_half(folder)  # the earlier positions land in round 2
             if scenario.name.startswith("dup"):
                 name = script.changes[0].after["NAME"]
-                _duplicate(folder, short, scenario.name == "dupconflict", name)
+                copies = _duplicate(folder, short, scenario.name != "dupexact", name)
+                if scenario.name == "dupconflictlate":
+                    later += copies
     feeds["fullload_lx"] = "lx"
     expected["fullload_lx"] = _write_full_load(src / "fullload_lx")
     feeds["reload_ct"] = "ct"
@@ -501,9 +505,10 @@ def scenario_run(two_rounds):
     return expected, run.lake, run.history, run.round1, run.round2
 
 
-def _duplicate(folder: Path, short: str, conflict: bool, name: str) -> None:
+def _duplicate(folder: Path, short: str, conflict: bool, name: str) -> list[Path]:
     """Land every change file a second time under a later name; with ``conflict``, change the
-    NAME ``name`` in the copy (same change sequence, other content)."""
+    NAME ``name`` in the copy (same change sequence, other content). Returns the copies."""
+    copies = []
     if short == "ct":
         ct_dir = next(p for p in folder.iterdir() if p.name.endswith("CUSTOMERS__ct"))
         for path in sorted(ct_dir.glob("*.csv")):  # the first file holds the changed row
@@ -513,6 +518,7 @@ def _duplicate(folder: Path, short: str, conflict: bool, name: str) -> None:
                 text = text.replace(f'"{name}"', '"conflicting name"', 1)
             copy.write_text(text, encoding="utf-8")
             shutil.copy(path.with_suffix(".dfm"), copy.with_suffix(".dfm"))
+            copies += [copy, copy.with_suffix(".dfm")]
     else:
         for path in sorted(folder.glob("*SALES.CUSTOMERS*-0-*.jsonl")):
             lines = path.read_bytes().splitlines(keepends=True)
@@ -523,6 +529,8 @@ def _duplicate(folder: Path, short: str, conflict: bool, name: str) -> None:
                 lines[data[0]] = json.dumps(message).encode() + b"\n"
             copy = path.with_name(path.name.replace("-0-0", "-0-9"))
             copy.write_bytes(b"".join(lines))
+            copies.append(copy)
+    return copies
 
 
 def _state(lake: Path) -> dict:
@@ -564,15 +572,19 @@ def test_open_transactions_are_pending_not_applied(scenario_run):
 
 
 def test_exact_duplicates_are_ignored_and_conflicting_ones_reported(scenario_run):
-    _expected, lake, _history, round1, _round2 = scenario_run
+    """Round 1 lands dupconflict's two deliveries together (one conflict per feed); round 2
+    lands dupconflictlate's conflicting copy after round 1 logged the first delivery: each
+    round warns about the two feeds of its own conflicts only."""
+    _expected, lake, _history, round1, round2 = scenario_run
     log = read_mart(lake, "change_log")
-    for feed in ("dupexact_ct", "dupexact_kafka", "dupconflict_ct", "dupconflict_kafka"):
-        assert len([r for r in log if r["feed"] == feed]) == 3, feed
-    assert "WARN" in round1.stdout and "conflicting_duplicate_changes" in round1.stdout
-    conflicts = [
-        line for line in round1.stdout.splitlines() if "conflicting_duplicate_changes" in line
-    ]
-    assert any("WARN 2 conflicting_duplicate_changes" in line for line in conflicts), conflicts
+    for dup in ("dupexact", "dupconflict", "dupconflictlate"):
+        for short in ("ct", "kafka"):
+            assert len([r for r in log if r["feed"] == f"{dup}_{short}"]) == 3, (dup, short)
+    for run in (round1, round2):
+        conflicts = [
+            line for line in run.stdout.splitlines() if "conflicting_duplicate_changes" in line
+        ]
+        assert any("WARN 2 conflicting_duplicate_changes" in line for line in conflicts), conflicts
 
 
 def test_a_column_added_at_the_source_is_reported_and_scaffold_declares_it(two_rounds):

@@ -163,11 +163,6 @@ REMAINING_COMPILE_TIME_READS = {
     # reads seeds (the catalog) and registers the raw tables (sources), which the rule allows
     "cdc_catalog_column_types",
     "register_raw_tables",
-    # a singular data test: the lowest new position of each Qlik feed, read from the raw
-    # sources when it compiles, bounds the earlier deliveries it reads (parquet skips the row
-    # groups below it by their statistics; a scalar subquery would not be pushed into the
-    # scan), once int_staged_batches exists (not on the empty lake sqlfluff compiles it on)
-    "conflicting_duplicate_changes",
 }
 
 

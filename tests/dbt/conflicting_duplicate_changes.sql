@@ -6,133 +6,72 @@
     content differs means the source replayed something else under the same change sequence,
     and is listed here (a warning: run with --warn-error to fail on it). Only the Qlik formats
     carry their position in the record; the other feeds' positions come from the file name and
-    byte offset, where a changed file is refused by staging instead. Checks the positions
-    delivered by batches staged since the run before the last one; var cdc_test_scope: all
-    checks every delivery.
+    byte offset, where a changed file is refused by staging instead.
 
-    A repeat of a checked position sorts at or after the feed's first checked position, so the
-    earlier deliveries are read from there on only (position_floor, literals found when the
-    test compiles): the raw tables are sorted by file and offset in row groups of 16 MiB
-    (python_udfs/staging.py), and parquet skips the row groups of older positions.
-    Runs after int_staged_batches (depends_on), which runs after change_log: this run's
-    generation is then the newest one and "the run before the last one" is the previous run.
-    A warning blocks nothing, so the test hangs off int_staged_batches, a model no other
-    model reads: it runs beside the apply models instead of between change_log and them (a
-    test of change_log would hold back change_log's children until it ends).
+    It reads what the run read, not every earlier delivery (issue 45, tests cost what the run's
+    changes cost), in two parts:
+    - within the run: the raw deliveries of the run's working set (cdc_working_batches, what
+      the staging models read) of one position and operation whose data differ, among the
+      positions delivered by batches staged since the run before the last one;
+    - across runs: a change of the staging models (the first delivery the run read) whose
+      images differ from those change_log holds for its change_id (the delivery an earlier run
+      logged). The images are what the apply reads; a before image is compared when the
+      delivery carries one (a Qlik UPDATE delivered again without its before-image row).
+    var cdc_test_scope: all compares every delivery ever staged in the first part.
+
+    Runs after int_staged_batches (depends_on), which runs after change_log's store. A warning
+    blocks nothing, so the test hangs off int_staged_batches, a model no other model reads: dbt
+    holds back a model for a test only when every model the test reads is upstream of it, so
+    it runs beside the apply models instead of between change_log and them.
 -#}
 
 -- depends_on: {{ ref('int_staged_batches') }}
 
-{#- whether only some deliveries are checked (var cdc_test_scope: all checks every one), once
-    the models it hangs off are built (not at parse time, nor when sqlfluff compiles it on an
-    empty lake); on a first run every batch is in scope and the floors are the lowest positions -#}
-{%- set scoped = execute and cdc_new_batches_predicate() != 'true'
-    and load_relation(ref('int_staged_batches')) is not none %}
-{%- set position_floor = 'true' %}
-{%- if scoped %}
-    {%- set floor_query %}
-        select feed, min(header__change_seq)
-        from {{ source('qlik_change_tables', 'raw_qlik_change_tables') }}
-        where {{ cdc_committed_batches() }} and file_kind != 'full_load' and {{ cdc_new_batches_predicate() }}
-        group by feed
-        union all
-        select feed, min(change_sequence)
-        from {{ source('qlik_kafka', 'raw_qlik_kafka') }}
-        where {{ cdc_committed_batches() }} and operation != 'REFRESH' and {{ cdc_new_batches_predicate() }}
-        group by feed
-    {%- endset %}
-    {%- set floors = [] %}
-    {%- for feed, first_position in run_query(floor_query).rows if first_position is not none %}
-        {%- do floors.append(
-            '(feed = ' ~ cdc_string_literal(feed) ~ ' and change_position >= ' ~ cdc_string_literal(first_position) ~ ')'
-        ) %}
-    {%- endfor %}
-    {%- set position_floor = '(' ~ (floors | join(' or ') if floors else 'false') ~ ')' %}
-{%- endif %}
-
+{%- set formats = [] %}
+{%- for format in ('qlik_change_tables', 'qlik_kafka') if cdc_format_enabled(format) %}
+    {%- do formats.append(format) %}
+{%- endfor %}
+{%- set check_all = cdc_tests_check_all_history() %}
 
 with
 
 change_table_rows as (
-    select * from (
-        select
-            feed,
-            header__change_seq as change_position,
-            header__change_oper as operation,
-            data,
-            source_file,
-            ingest_batch_id
-        from {{ source('qlik_change_tables', 'raw_qlik_change_tables') }}
-        where {{ cdc_committed_batches() }} and file_kind != 'full_load'
-    ) as change_table_deliveries
-    where {{ position_floor }}
+    select
+        feed,
+        header__change_seq as change_position,
+        header__change_oper as operation,
+        to_json(data) as content,
+        source_file,
+        ingest_batch_id
+    from {{ source('qlik_change_tables', 'raw_qlik_change_tables') }}
+    where
+        {{ cdc_committed_batches() }}
+        and file_kind != 'full_load'
+        and {{ 'true' if check_all else cdc_working_batches('qlik_change_tables') }}
 ),
 
 kafka_messages as (
-    select * from (
-        select
-            feed,
-            change_sequence as change_position,
-            operation,
-            data,
-            before_data,
-            source_file,
-            ingest_batch_id
-        from {{ source('qlik_kafka', 'raw_qlik_kafka') }}
-        where {{ cdc_committed_batches() }} and operation != 'REFRESH'
-    ) as kafka_deliveries
-    where {{ position_floor }}
-),
-
-delivered_positions as (
-    -- positions only: the scan of every delivery reads three short columns, not the images
     select
         feed,
-        change_position,
+        change_sequence as change_position,
         operation,
+        to_json(struct(data, before_data)) as content,
+        source_file,
         ingest_batch_id
-    from change_table_rows
-    union all
-    select
-        feed,
-        change_position,
-        operation,
-        ingest_batch_id
-    from kafka_messages
-),
-
-repeated_positions as (
-    -- the checked positions (one delivery of them in the batches in scope) delivered more than
-    -- once, the only ones that can conflict: none, usually, and then the images are not read
-    -- at all; one aggregation, no join of the new positions back to the deliveries
-    select
-        feed,
-        change_position,
-        operation
-    from delivered_positions
-    group by feed, change_position, operation
-    having count(*) > 1 and bool_or({{ cdc_new_batches_predicate() }})
+    from {{ source('qlik_kafka', 'raw_qlik_kafka') }}
+    where
+        {{ cdc_committed_batches() }}
+        and operation != 'REFRESH'
+        and {{ 'true' if check_all else cdc_working_batches('qlik_kafka') }}
 ),
 
 deliveries as (
-    select
-        feed,
-        change_position,
-        operation,
-        to_json(data) as content,
-        source_file
-    from change_table_rows
+    select * from change_table_rows
     union all
-    select
-        feed,
-        change_position,
-        operation,
-        to_json(struct(data, before_data)) as content,
-        source_file
-    from kafka_messages
+    select * from kafka_messages
 ),
 
-conflicts as (
+conflicts_within_run as (
     select
         feed,
         change_position,
@@ -140,15 +79,57 @@ conflicts as (
         count(distinct content) as variants,
         collect_set(source_file) as source_files
     from deliveries
-    where (feed, change_position, operation) in (
-        select
-            repeated_positions.feed,
-            repeated_positions.change_position,
-            repeated_positions.operation
-        from repeated_positions
-    )
     group by feed, change_position, operation
-    having count(distinct content) > 1
+    having count(distinct content) > 1 and bool_or({{ cdc_new_batches_predicate() }})
+),
+
+logged_changes as (
+    select * from {{ ref('int_changes_logged') }}
+),
+
+staged_changes as (
+    {%- for format in formats %}
+        select change_id, operation, before_image, after_image, source_file
+        from {{ ref('stg_' ~ format ~ '__changes') }}
+        where operation not in ('LOAD', 'EVENT')
+        {%- if not loop.last %}
+            union all
+        {%- endif %}
+    {%- else %}
+        select
+            cast(null as string) as change_id,
+            cast(null as string) as operation,
+            cast(null as map<string, string>) as before_image,
+            cast(null as map<string, string>) as after_image,
+            cast(null as string) as source_file
+        where false
+    {%- endfor %}
+),
+
+conflicts_across_runs as (
+    -- the run's changes are few: broadcast, so the log is read once, unshuffled
+    select /*+ broadcast(staged_changes) */
+        logged_changes.feed,
+        logged_changes.change_position,
+        staged_changes.operation,
+        2 as variants,
+        array(logged_changes.source_file, staged_changes.source_file) as source_files
+    from logged_changes
+    inner join staged_changes
+        on logged_changes.change_id = staged_changes.change_id
+    where
+        logged_changes.operation != staged_changes.operation
+        or to_json(logged_changes.after_image) is distinct from to_json(staged_changes.after_image)
+        or (
+            staged_changes.before_image is not null
+            and to_json(logged_changes.before_image) is distinct from to_json(staged_changes.before_image)
+        )
+),
+
+conflicts as (
+    select * from conflicts_within_run
+    union all
+    select * from conflicts_across_runs
 )
 
 select * from conflicts
