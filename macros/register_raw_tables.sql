@@ -1,11 +1,18 @@
 {% macro register_raw_tables() %}
     {#-
         Register the staging job's parquet datasets under <lake root>/raw/ as external tables
-        in schema var('cdc_raw_schema'), and pick up the ingest-batch partitions written since
-        the last run (MSCK REPAIR), except in the raw tables of formats no feed uses; a raw
-        column added by a later release is added to the registered table (ALTER TABLE ADD
-        COLUMNS), the older batches reading it as null. Called from on-run-start; returns a
-        no-op statement.
+        in schema var('cdc_raw_schema'), and register the ingest-batch partitions the run
+        reads as new, except in the raw tables of formats no feed uses; a raw column added by
+        a later release is added to the registered table (ALTER TABLE ADD COLUMNS), the older
+        batches reading it as null. Called from on-run-start; returns a no-op statement.
+
+        The new batches are those of the run's working set (cdc_working_set, kind 'new'): one
+        ALTER TABLE ADD IF NOT EXISTS PARTITION per table, whose cost does not grow with the
+        batches the lake holds. MSCK REPAIR, which lists every partition folder (about 2 s per
+        table at 1,000 batches), runs where the working set reads every batch (a first run, a
+        --full-refresh, dbt run without `cdc run`) and on a table this hook has just created.
+        A batch's partition is added to every raw table in use, so a table with no rows of the
+        batch gets an empty folder (readers look for parquet files only).
     -#}
     {% if execute %}
         {% set lake = env_var('CDC_LAKE_ROOT', var('cdc_lake_root')) %}
@@ -21,7 +28,21 @@
                 {% do unused.append('raw_' ~ format) %}
             {% endif %}
         {% endfor %}
+        {#- the batches the run reads as new, or none when it reads every batch -#}
+        {% set new_batches = [] %}
+        {% set reads_everything = [false] %}
+        {% for kind, feed, batch, source_file, record_offset in cdc_working_set() %}
+            {% if kind == 'all' and feed is none %}
+                {% do reads_everything.append(true) %}
+            {% elif kind == 'new' %}
+                {% do new_batches.append(batch) %}
+            {% endif %}
+        {% endfor %}
         {% do run_query('create database if not exists ' ~ raw_schema) %}
+        {% set existing = [] %}
+        {% for row in run_query('show tables in ' ~ raw_schema).rows %}
+            {% do existing.append(row[1] | lower) %}
+        {% endfor %}
         {% for table_name in cdc_raw_table_names() %}
             {% set relation = raw_schema ~ '.' ~ table_name %}
             {% do run_query(
@@ -46,9 +67,17 @@
                 {% if added %}
                     {% do run_query('alter table ' ~ relation ~ ' add columns (' ~ added | join(', ') ~ ')') %}
                 {% endif %}
-                {#- MSCK REPAIR refreshes the table's cached metadata and file listing itself
-                    (Spark's RepairTableCommand calls catalog.refreshTable): no REFRESH after it -#}
-                {% do run_query('msck repair table ' ~ relation) %}
+                {#- MSCK REPAIR and ADD PARTITION refresh the table's cached metadata and file
+                    listing themselves (Spark calls catalog.refreshTable): no REFRESH after them -#}
+                {% if reads_everything | last or table_name | lower not in existing %}
+                    {% do run_query('msck repair table ' ~ relation) %}
+                {% elif new_batches %}
+                    {% set partitions = [] %}
+                    {% for batch in new_batches %}
+                        {% do partitions.append('partition (ingest_batch_id = ' ~ cdc_string_literal(batch) ~ ')') %}
+                    {% endfor %}
+                    {% do run_query('alter table ' ~ relation ~ ' add if not exists ' ~ partitions | join(' ')) %}
+                {% endif %}
             {% endif %}
         {% endfor %}
     {% endif %}
