@@ -8,9 +8,9 @@
 
         The new batches are those of the run's working set (cdc_working_set, kind 'new'): one
         ALTER TABLE ADD IF NOT EXISTS PARTITION per table, whose cost does not grow with the
-        batches the lake holds. MSCK REPAIR, which lists every partition folder (about 2 s per
-        table at 1,000 batches), runs where the working set reads every batch (a first run, a
-        --full-refresh, dbt run without `cdc run`) and on a table this hook has just created.
+        batches the lake holds (ADR 0033). MSCK REPAIR, which lists every partition folder,
+        runs where the working set reads every batch (a first run, a --full-refresh, dbt run
+        without `cdc run`) and on a table this hook has just created.
         A batch's partition is added to every raw table in use, so a table with no rows of the
         batch gets an empty folder (readers look for parquet files only).
     -#}
