@@ -6,7 +6,7 @@
         a later release is added to the registered table (ALTER TABLE ADD COLUMNS), the older
         batches reading it as null. Called from on-run-start; returns a no-op statement.
 
-        The new batches are those of the run's working set (cdc_working_set, kind 'new'): one
+        The new batches are those of the run's working set (cdc_new_batches): one
         ALTER TABLE ADD IF NOT EXISTS PARTITION per table, whose cost does not grow with the
         batches the lake holds (ADR 0033). MSCK REPAIR, which lists every partition folder,
         runs where the working set reads every batch (a first run, a --full-refresh, dbt run
@@ -29,15 +29,7 @@
             {% endif %}
         {% endfor %}
         {#- the batches the run reads as new, or none when it reads every batch -#}
-        {% set new_batches = [] %}
-        {% set reads_everything = [false] %}
-        {% for kind, feed, batch, source_file, record_offset in cdc_working_set() %}
-            {% if kind == 'all' and feed is none %}
-                {% do reads_everything.append(true) %}
-            {% elif kind == 'new' %}
-                {% do new_batches.append(batch) %}
-            {% endif %}
-        {% endfor %}
+        {% set new_batches = cdc_new_batches() %}
         {% do run_query('create database if not exists ' ~ raw_schema) %}
         {% set existing = [] %}
         {% for row in run_query('show tables in ' ~ raw_schema).rows %}
@@ -69,7 +61,7 @@
                 {% endif %}
                 {#- MSCK REPAIR and ADD PARTITION refresh the table's cached metadata and file
                     listing themselves (Spark calls catalog.refreshTable): no REFRESH after them -#}
-                {% if reads_everything | last or table_name | lower not in existing %}
+                {% if new_batches is none or table_name | lower not in existing %}
                     {% do run_query('msck repair table ' ~ relation) %}
                 {% elif new_batches %}
                     {% set partitions = [] %}

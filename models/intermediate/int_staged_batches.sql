@@ -12,15 +12,7 @@
     incremental_strategy='append',
 ) }}
 
-{%- set new_batches = [] -%}
-{%- set reads_everything = [false] -%}
-{%- for kind, feed, batch, source_file, record_offset in cdc_working_set() -%}
-    {%- if kind == 'new' -%}
-        {%- do new_batches.append(batch) -%}
-    {%- elif kind == 'all' and feed is none -%}
-        {%- do reads_everything.append(true) -%}
-    {%- endif -%}
-{%- endfor %}
+{%- set new_batches = cdc_new_batches() %}
 
 -- depends_on: {{ ref('int_changes_logged') }}
 -- depends_on: {{ ref('int_changes_pending') }}
@@ -33,7 +25,7 @@ committed_batches as (
     where ingest_batch_id != '00000000T000000000000'
 ),
 
-{% if is_incremental() and reads_everything | last %}
+{% if is_incremental() and new_batches is none %}
     new_batches as (
         select committed_batches.ingest_batch_id from committed_batches
         left anti join {{ this }} as staged on committed_batches.ingest_batch_id = staged.ingest_batch_id
