@@ -29,8 +29,7 @@ SELF_CHECK_TAG = "cdc_self_check"
 
 #: dbt node selection of a run with new data and the project as last built (ADR 0009): every
 #: table and incremental model and every data test, without the seeds and views (they hold no
-#: data: the last build created them from the same files). The typed views' own tests go with
-#: them: their rows are current_state's, whose tests run. The self-checks are left out too
+#: data: the last build created them from the same files). The self-checks are left out too
 #: (ADR 0015) unless ``cdc run --self-checks``: the last whole build ran them.
 DATA_ONLY_SELECTION = [
     "--select",

@@ -268,7 +268,13 @@ def typed_model_files(
     view (``<name>.sql``, ``<name>__history.sql``, :func:`typed_model_name`), plus
     ``models_yml`` documenting every model and column. Both are views (on ``current_state``
     and ``history``): they hold no data, so a run with new data only leaves them as they are
-    (ADR 0009), whatever the number of tables. The demo's typed models (in
+    (ADR 0009), whatever the number of tables. They declare no data tests: their rows are
+    ``current_state``'s and ``history``'s, whose tests cover them, so a whole build costs no
+    test per table (ADR 0034). Each catalog column's YAML carries its Spark type
+    (``data_type``) and its name as the feed spells it (``config.meta.source_column``), and
+    each model its table's names (``config.meta``): the views cast from those, with no query
+    when they compile, and the data test ``typed_models_match_catalog`` fails when they
+    differ from the seeds (ADR 0035). The demo's typed models (in
     DEMO_TYPED_MODELS_DIR) are these files of the demo catalog with DEMO_TYPED_MODELS_YML and
     ``demo``: each is enabled by ``var('cdc_demo')`` (dbt_project.yml cannot read its own
     vars). Names reach the model files as Jinja string literals (JSON-escaped) and the YAML
@@ -301,9 +307,19 @@ def typed_model_files(
                     + ("" if c.nullable else "; not null at the source")
                     + "."
                 ),
+                # what cdc_typed_rows casts: the column's text under its source name in `row`
+                "data_type": types[c.column_name],
+                "config": {"meta": {"source_column": jinja_text(c.column_name)}},
             }
             for c in columns
         ]
+        table_meta = {
+            "meta": {
+                "feed": jinja_text(feed),
+                "source_schema": jinja_text(schema),
+                "source_table": jinja_text(table),
+            }
+        }
         name = typed_model_name(feed, schema, table)
         docs.append(
             {
@@ -311,14 +327,12 @@ def typed_model_files(
                 "description": (
                     f"Current state of {where} (a view on `current_state`): one row per live "
                     "key, columns cast from canonical text to the catalog's Spark types. "
-                    f"Primary key: {key_text}."
+                    f"Primary key: {key_text}; unique and not null, by the self-checks of "
+                    "`current_state` on `current_state_id` and `primary_key` (ADR 0034)."
                 ),
+                "config": table_meta,
                 "columns": [
-                    {
-                        "name": "primary_key",
-                        "description": "{{ doc('primary_key') }}",
-                        "data_tests": ["unique", "not_null"],
-                    },
+                    {"name": "primary_key", "description": "{{ doc('primary_key') }}"},
                     *column_docs,
                     {
                         "name": "last_change_position",
@@ -339,6 +353,7 @@ def typed_model_files(
                     "of a key, columns cast to the catalog's Spark types. "
                     f"Primary key: {key_text}."
                 ),
+                "config": table_meta,
                 "columns": [
                     {"name": "version_id", "description": "{{ doc('version_id') }}"},
                     {"name": "primary_key", "description": "{{ doc('primary_key') }}"},

@@ -160,8 +160,7 @@ REMAINING_COMPILE_TIME_READS = {
     # and the key state dropped on a full refresh (a write, not a read)
     "cdc_clear_orphan_table_folders",
     "cdc_prepare_key_state",
-    # reads seeds (the catalog) and registers the raw tables (sources), which the rule allows
-    "cdc_catalog_column_types",
+    # registers the raw tables (sources), which the rule allows
     "register_raw_tables",
 }
 
