@@ -7,7 +7,13 @@
     reads it). The fix is `cdc scaffold`, which rewrites the YAML from the seeds.
 
     The typed models' columns come from dbt's graph (the project's files), not from the lake.
+    The test hangs off int_staged_batches (depends_on), whose only children are tests: `dbt
+    build` makes a node wait for a test when the node descends from all the test's parents,
+    so on the seeds alone it held back int_catalog_tables and the whole chain; now it runs
+    beside the apply models.
 -#}
+
+-- depends_on: {{ ref('int_staged_batches') }}
 
 {#- one SQL row literal per typed column of the YAML -#}
 {%- set yaml_columns = [] %}
