@@ -2,7 +2,8 @@
     {#-
         Body of a typed per-table model (models/marts/tables/<feed>__<schema>__<table>.sql):
         the table's live rows from current_state, one column per catalog column
-        (seeds/cdc_columns.csv, in ordinal order), cast from canonical text to its spark_type,
+        (cdc_typed_columns: the YAML `cdc scaffold` writes from seeds/cdc_columns.csv, in ordinal
+        order), cast from canonical text to its spark_type,
         plus primary_key, last_change_position and last_committed_at.
     -#}
     {{ cdc_typed_rows(

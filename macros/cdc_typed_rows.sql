@@ -3,16 +3,13 @@
         SELECT of one table's rows of a long mart (`mart`: current_state or history, whose `row`
         maps column → canonical text) with the catalog's columns cast to their spark_type
         between `leading_columns` and `trailing_columns` (lists of the mart's column names).
-        The catalog's columns are the calling model's YAML columns that have a `data_type`, in
-        YAML order: `cdc scaffold` writes them from the seeds, with the name the feed spells
-        (`config.meta.source_column`), the key of `row`. Nothing is read when the model
-        compiles; the test typed_models_match_catalog compares them with the seeds (ADR 0035).
+        The catalog's columns are cdc_typed_columns(model): the calling model's YAML columns
+        that have a `data_type`, which `cdc scaffold` writes from the seeds. Nothing is read
+        when the model compiles; the test typed_models_match_catalog compares the same columns
+        with the seeds (ADR 0035).
         Raises a compiler error naming the model when none of its columns has a data_type.
     -#}
-    {%- set columns = [] %}
-    {%- for column in model.columns.values() if column.data_type %}
-        {%- do columns.append(column) %}
-    {%- endfor %}
+    {%- set columns = cdc_typed_columns(model) %}
     {%- if execute and not columns %}
         {{ exceptions.raise_compiler_error(
             "model " ~ model.name ~ " has no column with a data_type in its YAML, so it has nothing to cast: run `cdc scaffold` (it writes the typed models' YAML from the catalog seeds) or delete the model file."
@@ -42,7 +39,7 @@ typed as (
         {{ name }},
         {%- endfor %}
         {%- for column in columns %}
-        cast(row[{{ cdc_string_literal(column.config.meta.get('source_column', column.name)) }}] as {{ column.data_type }}) as {{ cdc_quote_identifier(column.name) }},
+        cast(row[{{ cdc_string_literal(column.source_column) }}] as {{ column.data_type }}) as {{ cdc_quote_identifier(column.name) }},
         {%- endfor %}
         {{ trailing_columns | join(',\n        ') }}
     from table_rows

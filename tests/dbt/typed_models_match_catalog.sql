@@ -1,7 +1,7 @@
 {#-
-    The typed models' YAML against the catalog seeds (ADR 0035): a typed view casts the columns
-    its YAML gives a `data_type`, under the source name in `config.meta.source_column`, for the
-    table its `config.meta` names (`cdc scaffold` writes both from the seeds). One row per column
+    The typed models' YAML against the catalog seeds (ADR 0035): a typed view casts
+    cdc_typed_columns (its YAML columns with a `data_type`, under the source name in
+    `config.meta.source_column`), for the table its `config.meta` names (`cdc scaffold` writes both from the seeds). One row per column
     where the two differ: a column the seeds have and the YAML lacks, one the YAML has and the
     seeds lack, or another Spark type (an empty seed spark_type is string, as cdc scaffold
     reads it). The fix is `cdc scaffold`, which rewrites the YAML from the seeds.
@@ -20,12 +20,11 @@
 {%- if execute %}
     {%- for node in graph.nodes.values()
         if node.resource_type == 'model' and node.config.meta.get('source_table') is not none %}
-        {%- for column in node.columns.values() if column.data_type %}
+        {%- for column in cdc_typed_columns(node) %}
             {%- set values = [] %}
             {%- for value in [
                 node.name, node.config.meta.feed, node.config.meta.source_schema,
-                node.config.meta.source_table,
-                column.config.meta.get('source_column', column.name), column.data_type
+                node.config.meta.source_table, column.source_column, column.data_type
             ] %}
                 {%- do values.append(cdc_string_literal(value)) %}
             {%- endfor %}
