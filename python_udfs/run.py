@@ -20,6 +20,7 @@ from python_udfs.config import (
 )
 from python_udfs.scaffold import TYPED_MODELS_DIR
 from python_udfs.sql_console import rich_console
+from python_udfs.workers import stop_worker_server
 
 #: The tag of the self-checks (ADR 0015): data tests that only a defect of this project or a
 #: damaged lake can fail (unique on ids the project makes, two models that must agree, the
@@ -212,6 +213,7 @@ def run(
     unit_tests: bool = False,
     self_checks: bool = False,
     verbose: bool = False,
+    keep_workers: bool = False,
 ):
     """Stage, then ``dbt build`` in the same SparkSession. Returns ``(summary, dbt_ok, built)``.
 
@@ -236,6 +238,10 @@ def run(
     node, as a whole build does, so it is recorded too. dbt unit tests (SQL logic on mocked
     rows, not data) run only with ``unit_tests``, as dbt recommends for production runs;
     ``make test`` runs them.
+
+    The staging workers' server stops once staging is done, unless ``keep_workers`` (``cdc run
+    --every``, whose next batch forks from it again): the build does not carry its memory
+    (:func:`~python_udfs.workers.stop_worker_server`).
     """
     from python_udfs import build_state, working_set
     from python_udfs.spark import lock_lake, start_spark_in_background
@@ -245,6 +251,8 @@ def run(
     # the JVM starts (and opens the metastore) while staging decodes in its worker processes
     starting = start_spark_in_background(config.lake_root)
     summary = stage(config, log, None if verbose else (lambda _text: None))
+    if not keep_workers:
+        stop_worker_server()
     spark = starting.result()
     project = build_state.project_fingerprint(config.project_dir, extra_vars)
     fingerprint = build_state.build_fingerprint(config.project_dir, config.lake_root, extra_vars)
@@ -298,6 +306,7 @@ def run_and_report(config: ProjectConfig, extra_vars: dict[str, Any], args, log=
         unit_tests=args.unit_tests,
         self_checks=args.self_checks,
         verbose=args.verbose,
+        keep_workers=args.every is not None,
     )
     if dbt_args:
         log("dbt build ran with your arguments: marts it did not select are as before")

@@ -31,9 +31,7 @@ def spark_conf(lake_root: Path) -> dict[str, str]:
 
     The Hive metastore is embedded Derby at ``<lake_root>/metastore_db`` and the warehouse is
     ``<lake_root>/warehouse``. Small local settings suit a 2-core, 24 GiB machine: 4 shuffle
-    partitions, 4 GiB driver memory (``CDC_SPARK_DRIVER_MEMORY`` overrides; with 2 GiB a full
-    build of 5 million events failed in a staging model's window sort, UNABLE_TO_ACQUIRE_MEMORY,
-    while another model's query ran beside it), no UI. Timestamps
+    partitions, :data:`DEFAULT_DRIVER_MEMORY` (``CDC_SPARK_DRIVER_MEMORY`` overrides), no UI. Timestamps
     are UTC and ANSI mode is off, as dbt-spark sets it. The JVM logs errors only
     (:data:`LOG4J2_CONFIG`). ``CDC_SPARK_JAVA_OPTIONS`` adds JVM
     options to the driver (for example ``-XX:StartFlightRecording=filename=run.jfr`` to profile
@@ -70,6 +68,12 @@ def extra_spark_conf(text: str) -> dict[str, str]:
     return conf
 
 
+#: The driver JVM's heap when ``CDC_SPARK_DRIVER_MEMORY`` sets none (ADR 0036). The parallel
+#: collector grows the heap to its maximum in a long build, so this bounds the run's resident
+#: memory: the JVM held about 0.75 GiB more than its heap on the peer benchmark. 1.5 GiB built
+#: 5 million events (benchmarks/peer_compare.py's events); ``profiles.yml`` repeats it.
+DEFAULT_DRIVER_MEMORY = "1536m"
+
 #: Steps a recursive CTE may take (Spark's default is 100): int_linked_keys takes one step per
 #: key change of the longest chain of key changes (ADR 0026).
 CTE_RECURSION_LEVEL_LIMIT = "1000000"
@@ -80,7 +84,7 @@ def _engine_conf(lake: Path) -> dict[str, str]:
     return {
         "spark.master": configured_master(),
         "spark.app.name": "cdc_changelog",
-        "spark.driver.memory": os.environ.get("CDC_SPARK_DRIVER_MEMORY", "4g"),
+        "spark.driver.memory": os.environ.get("CDC_SPARK_DRIVER_MEMORY", DEFAULT_DRIVER_MEMORY),
         "spark.sql.shuffle.partitions": os.environ.get("CDC_SHUFFLE_PARTITIONS", "4"),
         "spark.default.parallelism": "4",
         "spark.ui.enabled": "false",

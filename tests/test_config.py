@@ -464,3 +464,17 @@ def test_run_every_arguments_fail_fast_with_usage(project, capsys, args, message
         main(["--project-dir", str(project), "run", *args])
     err = capsys.readouterr().err
     assert stopped.value.code == 2 and message in err and "Traceback" not in err
+
+
+def test_the_driver_heap_is_bounded_alike_in_the_cli_and_the_profile(monkeypatch, tmp_path):
+    """The CLI's session and dbt's profile start the driver with the same heap, 1.5 GiB unless
+    CDC_SPARK_DRIVER_MEMORY says otherwise (ADR 0036): the heap bounds a run's memory."""
+    from python_udfs.spark import DEFAULT_DRIVER_MEMORY, spark_conf
+    from tests.spark_project import REPO
+
+    monkeypatch.delenv("CDC_SPARK_DRIVER_MEMORY", raising=False)
+    assert spark_conf(tmp_path / "lake")["spark.driver.memory"] == DEFAULT_DRIVER_MEMORY == "1536m"
+    profile = (REPO / "profiles.yml").read_text(encoding="utf-8")
+    assert f"env_var('CDC_SPARK_DRIVER_MEMORY', '{DEFAULT_DRIVER_MEMORY}')" in profile
+    monkeypatch.setenv("CDC_SPARK_DRIVER_MEMORY", "3g")
+    assert spark_conf(tmp_path / "lake")["spark.driver.memory"] == "3g"

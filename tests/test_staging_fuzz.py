@@ -502,3 +502,27 @@ def test_the_workers_start_with_their_allocator_settings_and_leave_the_callers_e
     seen = {row["name"]: row["value"] for row in out.to_pylist()}
     assert seen == {n: before[n] or value for n, value in WORKER_ENVIRONMENT.items()}
     assert {name: os.environ.get(name) for name in WORKER_ENVIRONMENT} == before
+
+
+def test_a_stopped_worker_server_is_gone_and_the_next_batch_starts_another():
+    """:func:`stop_worker_server` ends the ``forkserver`` process (a one-shot ``cdc run`` frees
+    its memory before the build); the next batch forks from a new server and still decodes."""
+    import multiprocessing.forkserver
+    import os
+
+    from python_udfs.workers import stop_worker_server
+
+    def pid_of(batches):
+        for _batch in batches:
+            yield pa.RecordBatch.from_pylist([{"parent": os.getppid()}])
+
+    one = [pa.RecordBatch.from_pylist([{"x": 1}])]
+    (first,) = run_in_processes(pid_of, one, 1)
+    server = multiprocessing.forkserver._forkserver._forkserver_pid
+    assert first.to_pylist() == [{"parent": server}]
+    stop_worker_server()
+    stop_worker_server()  # stopping a stopped server is harmless
+    with pytest.raises(ProcessLookupError):
+        os.kill(server, 0)
+    (second,) = run_in_processes(pid_of, one, 1)
+    assert second.to_pylist()[0]["parent"] not in (server, None)

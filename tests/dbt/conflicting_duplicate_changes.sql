@@ -107,8 +107,9 @@ staged_changes as (
 ),
 
 conflicts_across_runs as (
-    -- the run's changes are few: broadcast, so the log is read once, unshuffled
-    select /*+ broadcast(staged_changes) */
+    -- no broadcast hint: Spark broadcasts the run's changes when they are few (an increment),
+    -- and joins by shuffle when they are many (a full build, where a hint ran out of memory)
+    select
         logged_changes.feed,
         logged_changes.change_position,
         staged_changes.operation,
