@@ -1,11 +1,12 @@
-"""The fingerprint that lets `cdc run` skip a build with nothing new (python_udfs.build_state)."""
+"""The fingerprint that lets `cdc run` skip a build with nothing new (python_udfs.build_state),
+and what a run readies before its build."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from python_udfs import build_state
-from tests.spark_project import make_project
+from tests.spark_project import REPO, make_project
 
 
 def _commit_batch(lake: Path, batch: str) -> None:
@@ -58,3 +59,33 @@ def test_recorded_build_is_read_back_and_forgotten(tmp_path):
     # a record of an earlier version (one fingerprint): the next build is a whole one
     (lake / build_state.STATE_FILE).write_text('{"fingerprint": "abc", "built_at": "x"}')
     assert build_state.last_build(lake) == "abc" and build_state.last_project(lake) is None
+
+
+def test_dbt_loads_beside_the_jvm_start_once_and_only_when_not_loaded():
+    """``cdc run`` imports dbt's runner and the Spark adapter in a daemon thread while the JVM
+    starts (run.import_dbt_in_background); once they are loaded, no thread starts."""
+    import subprocess
+    import sys
+
+    code = """
+import sys, threading
+from python_udfs.run import DBT_MODULES, import_dbt_in_background
+assert not any(name in sys.modules for name in DBT_MODULES)
+import_dbt_in_background()
+(loader,) = [t for t in threading.enumerate() if t.name == "cdc-import-dbt"]
+assert loader.daemon
+loader.join()
+assert all(name in sys.modules for name in DBT_MODULES)
+import_dbt_in_background()
+assert not [t for t in threading.enumerate() if t.name == "cdc-import-dbt"]
+print("ok")
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert out.stdout.strip() == "ok", out.stderr
