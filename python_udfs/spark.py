@@ -31,9 +31,9 @@ def spark_conf(lake_root: Path) -> dict[str, str]:
 
     The Hive metastore is embedded Derby at ``<lake_root>/metastore_db`` and the warehouse is
     ``<lake_root>/warehouse``. Small local settings suit a 2-core, 24 GiB machine: 4 shuffle
-    partitions, :data:`DEFAULT_DRIVER_MEMORY` (``CDC_SPARK_DRIVER_MEMORY`` overrides), no UI. Timestamps
-    are UTC and ANSI mode is off, as dbt-spark sets it. The JVM logs errors only
-    (:data:`LOG4J2_CONFIG`). ``CDC_SPARK_JAVA_OPTIONS`` adds JVM
+    partitions, a heap of :data:`DEFAULT_DRIVER_MEMORY` (``CDC_SPARK_DRIVER_MEMORY``
+    overrides), no UI. Timestamps are UTC and ANSI mode is off, as dbt-spark sets it. The JVM
+    logs errors only (:data:`LOG4J2_CONFIG`). ``CDC_SPARK_JAVA_OPTIONS`` adds JVM
     options to the driver (for example ``-XX:StartFlightRecording=filename=run.jfr`` to profile
     a run with Java Flight Recorder), and ``CDC_SPARK_CONF`` any other Spark setting
     (:func:`extra_spark_conf`); it comes last, so it overrides these.

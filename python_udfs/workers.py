@@ -73,8 +73,8 @@ def start_worker_server():
     Does not wait for the server to import :data:`WORKER_PRELOAD` (about half a second): that
     runs beside the caller's own work, and the first worker waits for it. ``cdc stage`` calls
     this before it imports anything else, ``Stager.stage`` once it has planned a batch that
-    the workers decode. The server lives as long as this process, so later batches of
-    ``cdc run --every`` fork from it too.
+    the workers decode. The server lives until :func:`stop_worker_server` or the end of this
+    process, so later batches of ``cdc run --every`` fork from it too.
     """
     import multiprocessing
     import multiprocessing.forkserver
@@ -99,7 +99,7 @@ def stop_worker_server() -> None:
     builds stops it after staging (``run.run``), so the dbt build's peak memory does not carry
     it; ``cdc run --every`` keeps it for its next batches. Uses the standard library's own stop
     (``ForkServer._stop``, which CPython's tests call); where a Python lacks it, nothing is
-    stopped. Raises nothing.
+    stopped.
     """
     import multiprocessing.forkserver
 
