@@ -211,7 +211,8 @@ def import_dbt_in_background() -> None:
     """Import :data:`DBT_MODULES` in a daemon thread, and return at once.
 
     A fresh ``cdc run`` otherwise imports them when the build starts (about 1.4 s). Started
-    as the JVM starts, the import runs while this process waits for it. Python's import locks
+    once staging is done and a build will follow, the import runs while this process waits for
+    the JVM; a run with nothing new skips the build and imports nothing. Python's import locks
     make :func:`dbt_build`'s own import wait for a module still loading. An error is left to
     that import, which raises it; in the thread it is dropped. Modules already loaded (``cdc
     run --every`` after its first run) cost nothing.
@@ -275,19 +276,20 @@ def run(
 
     export_roots(config)
     lock_lake(config.lake_root)  # before the JVM and the staging workers start
-    # the JVM starts (and opens the metastore) while staging decodes in its worker processes,
-    # and dbt's modules load meanwhile
+    # the JVM starts (and opens the metastore) while staging decodes in its worker processes
     starting = start_spark_in_background(config.lake_root)
-    import_dbt_in_background()
     summary = stage(config, log, None if verbose else (lambda _text: None))
     if not keep_workers:
         stop_worker_server()
-    spark = starting.result()
     project = build_state.project_fingerprint(config.project_dir, extra_vars)
     fingerprint = build_state.build_fingerprint(config.project_dir, config.lake_root, extra_vars)
     # a plain `cdc run`: only then may the build be skipped or narrowed to the data
     plain = not force and not dbt_args and not unit_tests
-    if plain and fingerprint == build_state.last_build(config.lake_root):
+    skipped = plain and fingerprint == build_state.last_build(config.lake_root)
+    if not skipped:
+        import_dbt_in_background()  # while the JVM finishes starting
+    spark = starting.result()
+    if skipped:
         log(
             "nothing new since the last successful build: dbt build skipped (cdc run --force builds)"
         )
