@@ -1,10 +1,11 @@
 {#-
     The typed models' YAML against the catalog seeds (ADR 0035): a typed view casts
     cdc_typed_columns (its YAML columns with a `data_type`, under the source name in
-    `config.meta.source_column`), for the table its `config.meta` names (`cdc scaffold` writes both from the seeds). One row per column
-    where the two differ: a column the seeds have and the YAML lacks, one the YAML has and the
-    seeds lack, or another Spark type (an empty seed spark_type is string, as cdc scaffold
-    reads it). The fix is `cdc scaffold`, which rewrites the YAML from the seeds.
+    `config.meta.source_column`), for the table its `config.meta` names (`cdc scaffold`
+    writes both from the seeds). One row per column where the two differ: a column the seeds
+    have and the YAML lacks, one the YAML has and the seeds lack, or another Spark type (an
+    empty seed spark_type is string, as cdc scaffold reads it). The fix is `cdc scaffold`,
+    which rewrites the YAML from the seeds.
 
     The typed models' columns come from dbt's graph (the project's files), not from the lake.
     The test hangs off int_staged_batches (depends_on), whose only children are tests: `dbt
