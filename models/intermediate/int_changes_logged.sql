@@ -4,11 +4,9 @@
     applied_generation = its generation, the complete changes of its working set (new ingest
     batches, and the batches of transactions still open, ADR 0007) whose change_id is not in
     the log yet, so a run killed half way and started again appends exactly what is missing.
-    Partitioned by is_key_change too: int_key_changes reads the key changes alone (ADR 0028).
-    A table declared late (ADR 0021): changes logged while their table was not in the catalog,
-    or had no key columns, have no key. Once the catalog gives the table one, the next run
-    appends them again, keyed, in its own generation (the change_log mart leaves the first rows
-    out), once: not when the log holds a row of its change_id with its key.
+    Partitioned by is_key_change too (int_key_changes reads the key changes alone, ADR 0028).
+    A change logged while its table had no key in the catalog is appended again, keyed, once,
+    by the run after the catalog gives it one (ADR 0021; change_log leaves the first row out).
 -#}
 
 {{ config(
@@ -29,7 +27,7 @@
 {#- columns a log of an earlier release lacks (on_schema_change): a row logged again lacks them -#}
 {%- set later_columns = {'table_columns': 'array<string>'} %}
 
--- depends_on: {{ ref('int_catalog_tables') }}
+-- depends_on: {{ ref('int_catalog_tables') }}, {{ ref('int_changes_unioned') }}
 
 with
 
@@ -47,10 +45,29 @@ catalog_tables as (
     select * from {{ ref('int_catalog_tables') }}
 ),
 
+committed_ids as (
+    -- the run's change ids straight from the staging tables (no join to inflate Spark's size
+    -- estimate): a small run's are broadcast, so the log is read unshuffled, by change_id
+    select change_id from {{ ref('int_changes_unioned') }}
+    where transaction_id is not null and is_transaction_complete
+),
+
+applied_changes as (
+    select applied.change_id
+    from {{ this }} as applied
+    left semi join committed_ids on applied.change_id = committed_ids.change_id
+),
+
+new_changes as (
+    select committed_changes.*
+    from committed_changes
+    left anti join applied_changes
+        on committed_changes.change_id = applied_changes.change_id
+),
+
 logged_keyless as (
-    -- rows logged without the key the catalog now gives them (cdc_logged_without_key), the
-    -- latest of each change; row groups without a keyless row are skipped by their
-    -- statistics (is_in_catalog, primary_key's null count)
+    -- rows logged without the key the catalog now gives them, the latest of each change (row
+    -- groups without a keyless row are skipped by their statistics)
     select
         logged.*,
         row_number() over (partition by logged.change_id order by logged.applied_generation desc) as logged_rank
@@ -65,32 +82,18 @@ logged_keyless as (
         and {{ cdc_logged_without_key('logged', 'catalog_tables') }}
 ),
 
-candidate_ids as (
-    select change_id from committed_changes
-    union all
-    select change_id from logged_keyless
-),
-
-applied_changes as (
-    -- the run's candidates already in the log: a semi-join whose small side (this run's
-    -- working set) is broadcast, so the log is read once, by its change_id column, unshuffled
-    select
-        applied.change_id,
-        {{ cdc_logged_without_key('applied', 'catalog_tables') }} as is_keyless
+keyed_again as (
+    -- keyless changes the log holds a keyed row of; the log is shuffled only when some row
+    -- is keyless (the exists is a scalar subquery, evaluated before the scan)
+    select applied.change_id
     from {{ this }} as applied
-    left semi join candidate_ids on applied.change_id = candidate_ids.change_id
+    left semi join logged_keyless on applied.change_id = logged_keyless.change_id
     left join catalog_tables
         on
             applied.feed = catalog_tables.feed
             and applied.source_schema = catalog_tables.source_schema
             and applied.source_table = catalog_tables.source_table
-),
-
-new_changes as (
-    select committed_changes.*
-    from committed_changes
-    left anti join applied_changes
-        on committed_changes.change_id = applied_changes.change_id
+    where exists (select 1 from logged_keyless) and not {{ cdc_logged_without_key('applied', 'catalog_tables') }}
 ),
 
 declared_late as (
@@ -110,10 +113,7 @@ declared_late as (
             logged_keyless.feed = catalog_tables.feed
             and logged_keyless.source_schema = catalog_tables.source_schema
             and logged_keyless.source_table = catalog_tables.source_table
-    left anti join applied_changes
-        on
-            logged_keyless.change_id = applied_changes.change_id
-            and not applied_changes.is_keyless
+    left anti join keyed_again on logged_keyless.change_id = keyed_again.change_id
     where logged_keyless.logged_rank = 1
 ),
 

@@ -24,11 +24,17 @@ incomplete_changes as (
     where not is_transaction_complete
 ),
 
+incomplete_ids as (
+    -- their ids straight from the staging tables (no join to inflate Spark's size estimate):
+    -- a small run's are broadcast, so the log is read unshuffled, by change_id
+    select change_id from {{ ref('int_changes_unioned') }}
+    where transaction_id is not null and not is_transaction_complete
+),
+
 applied_changes as (
-    -- a semi-join whose small side (the incomplete changes) is broadcast
     select logged_changes.change_id
     from logged_changes
-    left semi join incomplete_changes on logged_changes.change_id = incomplete_changes.change_id
+    left semi join incomplete_ids on logged_changes.change_id = incomplete_ids.change_id
 ),
 
 open_changes as (
