@@ -1361,6 +1361,17 @@ def test_little_endian_trails_with_metadata_records_growing_between_runs(two_rou
     assert len([r for r in log if r["operation"] == "TRUNCATE"]) == 2
 
 
+def test_round_one_self_checks_every_key_without_the_scoping_subquery(two_rounds):
+    """issue 45: round 1 is a first run, so `cdc run` passes a working set of every batch, and
+    the self-checks scoped to the run's keys check every key with no subquery at all (macro
+    cdc_tests_check_all_history): each key is the run's. Round 2's SQL keeps the subquery (the
+    test below)."""
+    sql = two_rounds.round1_tests["history_replays_to_current_state"]
+    assert "from cdc.history" in sql and "from cdc.current_state" in sql  # as round 1 ran it
+    assert "max(history_generation)" not in sql
+    assert "touched.key_id" not in sql
+
+
 def test_round_two_self_checks_find_the_keys_round_two_touched_when_they_run(two_rounds):
     """issue 45: the self-checks of round 2 are scoped to the keys it touched (the newest
     history_generation partition of int_history_versions), found by a subquery when the test

@@ -26,6 +26,11 @@ from typing import Any
 from simulator.database import catalog_rows
 from tests.spark_project import cdc, make_project, query, read_mart, write_seeds
 
+#: Data tests whose SQL, as round 1 ran it, is kept (``round1_tests``): round 2 overwrites
+#: ``target/run``. Scoped to the run's keys, they check all history in a first run (macro
+#: cdc_tests_check_all_history).
+ROUND1_TESTS = ("history_replays_to_current_state",)
+
 #: Marts read right after round 1, for the tests that check what round 1 left pending.
 ROUND1_MARTS = (
     "pending_changes",
@@ -72,6 +77,7 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
     Returns ``project``, ``landing``, ``lake``, ``round1`` / ``round2`` (the completed ``cdc
     run`` processes),
     ``after_round1`` (:data:`ROUND1_MARTS` rows as round 1 left them),
+    ``round1_tests`` (the SQL of :data:`ROUND1_TESTS` as round 1 ran it, by test name),
     ``history`` (every row of ``cdc.history`` after round 2, as JSON objects) and
     ``contributions`` by name.
     """
@@ -104,6 +110,11 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
         contribution.land_round1(src, landing)
     round1 = cdc(project, "run", landing=landing, lake=lake)
     after_round1 = {mart: read_mart(lake, mart) for mart in ROUND1_MARTS}
+    round1_tests = {
+        path.stem: path.read_text(encoding="utf-8")
+        for name in ROUND1_TESTS
+        for path in (project / "target" / "run").rglob(f"{name}.sql")
+    }
     if undeclared:
         write_seeds(project, *(declared(rows, discovered) for rows in seeds))
     for contribution in contributions.values():
@@ -123,6 +134,7 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
         round1=round1,
         round2=round2,
         after_round1=after_round1,
+        round1_tests=round1_tests,
         history=history,
         contributions=contributions,
     )
