@@ -9,8 +9,10 @@ FieldComp ``B``/``A`` record pairs or unified records (IOType 134); deletes carr
 columns only; the full load is written as inserts in one transaction. The open transaction of
 the simulation is written without its last record, so it stays pending.
 
-The byte layout is the one ``formats/goldengate_trail.md`` establishes from Oracle's samples;
-column payload integers and VARCHAR lengths are big-endian whatever the framing order.
+The byte layout is the one ``formats/goldengate_trail.md`` establishes from Oracle's samples:
+record and token lengths, GHDR fields (the TDR index at offset 34 among them) and TDR fields
+follow the framing order; column payload integers and VARCHAR lengths are big-endian whatever
+the framing order.
 """
 
 from __future__ import annotations
@@ -217,7 +219,7 @@ class TrailWriter:
         if (name, table.version) not in self.tdr_index:
             self.tdr_index[(name, table.version)] = len(self.tdr_index) + 1
             self._append(self._tdr(table, self.tdr_index[(name, table.version)], when, trans_ind))
-        return struct.pack(">H", self.tdr_index[(name, table.version)])
+        return self._pack("H", self.tdr_index[(name, table.version)])  # a header field: trail order
 
     def _tdr(self, table, index: int, when: dt.datetime, trans_ind: int) -> bytes:
         entries = b""

@@ -1124,6 +1124,11 @@ DISCOVERED_FEEDS = {
     "md_gg": "goldengate_trail",
 }
 
+#: Decoder (and writer) options of the discovered feeds: the trail is little-endian, as 21c
+#: writes it by default, so its TDR indexes and its second TDR after the source DDL are read in
+#: the trail's byte order (issue 77); the real TDR trail, ``tr000000000``, is big-endian.
+DISCOVERED_OPTIONS = {"md_gg": {"byte_order": "little"}}
+
 
 #: The simulated table a discovered feed leaves out, by format: no metadata describes it. Kafka's
 #: HR.EMPLOYEES values are Confluent-framed and name their table only through a seed's
@@ -1142,7 +1147,7 @@ ADDED_COLUMN = (
 
 
 def prepare_discovered(src: Path) -> Contribution:
-    """A Qlik change-table feed, a Kafka feed and a GoldenGate trail with TDR records of one
+    """A Qlik change-table feed, a Kafka feed and a little-endian GoldenGate trail with TDR records of one
     simulated workload, for the two-round project: none of their tables is in the seeds, in
     either round. Round 1 lands the first half of each feed's files (a data file with its
     ``.dfm``), round 2 the rest. CUSTOMERS gains a column half way (:data:`ADDED_COLUMN`). Two
@@ -1157,7 +1162,7 @@ def prepare_discovered(src: Path) -> Contribution:
         sims[feed] = simulate(
             seed=44, load_rows=4, transactions=20, tables=written, added_column=ADDED_COLUMN
         )
-        write_feed(sims[feed], fmt, src / feed, tables=sims[feed].tables)
+        write_feed(sims[feed], fmt, src / feed, DISCOVERED_OPTIONS.get(feed), sims[feed].tables)
         tables[feed] = {(t.schema, t.name) for t in written}
 
     def land_round1(src: Path, landing: Path) -> None:
@@ -1172,7 +1177,7 @@ def prepare_discovered(src: Path) -> Contribution:
                     shutil.copy2(path, target)
 
     return Contribution(
-        {feed: (fmt, {}) for feed, fmt in DISCOVERED_FEEDS.items()},
+        {feed: (fmt, DISCOVERED_OPTIONS.get(feed, {})) for feed, fmt in DISCOVERED_FEEDS.items()},
         land_round1,
         sims,
         extra={"tables": tables},

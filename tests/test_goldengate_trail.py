@@ -483,3 +483,56 @@ def test_transind_out_of_sequence_and_a_transaction_without_end_are_reported(tc)
     patched[last["record_offset"] + 8 + 28] = 1
     result = decode_trail_file(bytes(patched), file_name="tc000000", definitions=defs, final=True)
     assert any("while the transaction of RBA" in w for w in result.warnings), result.warnings
+
+
+def _tdr_trails(folder, byte_order: str) -> list[bytes]:
+    """One workload's 12.2-style trails (TDRs, unified updates) in ``byte_order``: CUSTOMERS
+    gains a column after transaction 10, so a second TDR of it follows mid-trail."""
+    from simulator.database import SimColumn, simulate
+    from simulator.goldengate_trail import write_trails
+
+    added = SimColumn("LOYALTY_TIER", "STRING", "string", nullable=True, length=10, pool=("gold",))
+    sim = simulate(seed=9, truncate_every=12, added_column=("CUSTOMERS", added, 10))
+    write_trails(sim, sim.tables, folder, {"byte_order": byte_order, "records_per_file": 40})
+    return [p.read_bytes() for p in sorted(folder.iterdir()) if p.name.startswith("aa")]
+
+
+def _without_metadata_audit_rba(result) -> list[dict]:
+    """The rows, a metadata record's ``audit_rba`` left out: its slot holds two u16 (DDR, TDR
+    index), which the raw u32 reads in the trail's order, so the two copies differ there."""
+    return [{**r, "audit_rba": None} if r["io_type"] == 170 else r for r in result.rows]
+
+
+def test_a_little_endian_tdr_trail_resolves_every_change_as_its_big_endian_copy(tmp_path):
+    """Issue 77: a DML record's table reference (a u16 TDR index at GHDR offset 34) is a header
+    field, read in the trail's byte order (formats/goldengate_trail.md, *Fields* and option
+    ``byte_order``). A little-endian trail with TDRs, a second TDR of a table after a source
+    DDL among them, decodes to the rows of the big-endian copy of the same changes, in the
+    per-record decoder and the fast path alike; the index bytes are ``01 00`` in it."""
+    from python_udfs.goldengate_trail import columnar
+    from tests import fast_paths
+
+    (tmp_path / "be").mkdir(), (tmp_path / "le").mkdir()
+    big, little = _tdr_trails(tmp_path / "be", "big"), _tdr_trails(tmp_path / "le", "little")
+    assert len(big) == len(little) >= 2
+    indexes, columns = set(), set()
+    for seqno, (be, le) in enumerate(zip(big, little, strict=True)):
+        assert detect_byte_order(le) == "<" and len(le) == len(be)
+        name = f"aa{seqno:06d}"
+        expected = decode_trail_file(be, file_name=name, final=True)
+        result = decode_trail_file(le, file_name=name, final=True)
+        assert result.rejects == [] and result.warnings == expected.warnings
+        assert _without_metadata_audit_rba(result) == _without_metadata_audit_rba(expected)
+        assert result.metadata == expected.metadata
+        fast = columnar.decode_columnar(le, file_name=name, final=True)
+        assert fast is not None  # the fast path reads it, and as the reference does
+        fast_paths.assert_same(fast, result, "raw_goldengate_trail")
+        changes = [r for r in expected.rows if r["io_type"] != 170 and r["table_name"]]
+        assert changes and all(r["source_table"] for r in changes)
+        for row in changes:
+            indexes.add(row["tdr_index"])
+            columns.update((row["data"] or {}) | (row["before_data"] or {}))
+            tail = le[row["record_offset"] + 8 + 34 :][:2]  # 'G' token, 'H' token, GHDR 34
+            assert tail == struct.pack("<H", row["tdr_index"]), row["record_offset"]
+    assert {1, 2, 3} <= indexes and max(indexes) < 256  # one more TDR after the DDL
+    assert "LOYALTY_TIER" in columns

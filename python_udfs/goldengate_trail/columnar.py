@@ -506,7 +506,7 @@ class _Walk:
         heads = records.header
         tails = binary(self.buf, heads[:, 0] + _TABLE_REFERENCE_OFFSET, heads[:, 1])
         tails = tails.dictionary_encode()
-        references = [ref._reference_at(t) for t in tails.dictionary.to_pylist()]
+        references = [ref._reference_at(t, self.order) for t in tails.dictionary.to_pylist()]
         changes = np.flatnonzero(~is_metadata)
         pairs = np.asarray(tails.indices)[changes].astype(np.int64) * len(snapshots)
         distinct, inverse = np.unique(pairs + epoch[changes], return_inverse=True)

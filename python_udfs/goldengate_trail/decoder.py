@@ -992,7 +992,7 @@ def _record(
         )
         _set_table(row, table.name if table else None)
         return row, table
-    table_name, tdr_index = _table_reference(ghdr)
+    table_name, tdr_index = _table_reference(ghdr, state.order)
     table = state.tables.get(table_name) if table_name else state.tdrs.get(tdr_index)
     if table is not None:
         state.used.add(table.name)
@@ -1115,20 +1115,25 @@ def _set_table(row: dict[str, Any], name: str | None) -> None:
         row["source_schema"] = row["source_table"] = None
 
 
-def _table_reference(ghdr: bytes) -> tuple[str | None, int | None]:
-    """Return ``(name, None)`` for a NUL-terminated name at GHDR offset 34, else ``(None, index)``."""
-    return _reference_at(bytes(ghdr[GHDR[">"].size :]))
+def _table_reference(ghdr: bytes, order: str) -> tuple[str | None, int | None]:
+    """Return ``(name, None)`` for a NUL-terminated name at GHDR offset 34, else ``(None, index)``.
+
+    ``order`` is the trail's resolved byte order (``">"`` or ``"<"``): the TDR index is a
+    header field, so it follows ``byte_order`` like every other GHDR integer, not the column
+    data's big-endian order (formats/goldengate_trail.md, *Fields* and option ``byte_order``).
+    """
+    return _reference_at(bytes(ghdr[GHDR[">"].size :]), order)
 
 
 @functools.lru_cache(maxsize=4096)
-def _reference_at(tail: bytes) -> tuple[str | None, int | None]:
+def _reference_at(tail: bytes, order: str) -> tuple[str | None, int | None]:
     """:func:`_table_reference` of the GHDR bytes from offset 34 (once per table: they repeat)."""
     nul = tail.find(b"\x00")
     text = tail[: nul if nul != -1 else len(tail)]
     if len(text) >= 2 and all(0x20 < b < 0x7F for b in text):
         return text.decode("ascii"), None
     if len(tail) >= 2:
-        return None, int.from_bytes(tail[:2], "big")
+        return None, int.from_bytes(tail[:2], "little" if order == "<" else "big")
     return None, None
 
 
@@ -1193,7 +1198,7 @@ def _metadata_record(
     """Read a DDR (OrigNode 1: nothing to keep) or TDR (OrigNode 2) and register the table."""
     if orig_node != 2:
         return None
-    name, _ = _table_reference(ghdr)
+    name, _ = _table_reference(ghdr, state.order)
     if not name:
         raise _Bad("bad_metadata_record", "TDR without a table name")
     tdr_index = state.u16.unpack_from(ghdr, GHDR_TDR_INDEX_OFFSET)[0]
