@@ -6,9 +6,12 @@ import csv
 import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -140,6 +143,62 @@ def cdc_every(
     finally:
         watchdog.cancel()
     return subprocess.CompletedProcess(proc.args, proc.returncode, "".join(lines), "")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen, log: Path, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"Thrift Server exited:\n{log.read_text()[-4000:]}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(2)
+    raise AssertionError(f"Thrift Server did not listen on {port}:\n{log.read_text()[-4000:]}")
+
+
+def build_through_thrift(project: Path, *dbt_args: str, landing: Path, lake: Path) -> str:
+    """``dbt build --target thrift`` (and ``dbt_args``) of ``project`` through a loopback Spark
+    Thrift Server on ``lake`` (``cdc thrift-server``, the README's cluster path), on the raw
+    tables already staged there. The server is stopped before this returns, whatever happens,
+    so the next ``cdc`` command can open the lake's metastore. Returns dbt's output; raises
+    AssertionError when the server does not start or the build fails."""
+    port = _free_port()
+    env = {**cli_env(landing, lake), "CDC_THRIFT_PORT": str(port)}
+    log = lake.parent / "thrift.log"
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "python_udfs.cli", "--project-dir", str(project)]
+            + ["thrift-server", "--port", str(port)],
+            env=env,
+            cwd=project,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        _wait_for_port(port, server, log)
+        dbt = Path(sys.executable).parent / "dbt"
+        build = subprocess.run(
+            [str(dbt), "build", "--target", "thrift", "--profiles-dir", str(project)]
+            + ["--project-dir", str(project), *dbt_args],
+            env=env,
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert build.returncode == 0, build.stdout[-6000:]
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+    return build.stdout
 
 
 def query(project: Path, sql: str, *, landing: Path, lake: Path) -> list[dict]:

@@ -27,6 +27,7 @@ from tests.spark_project import (
     HOSTILE_NAMES,
     HOSTILE_SCHEMA,
     REPO,
+    build_through_thrift,
     cdc,
     cdc_every,
     cli_env,
@@ -147,12 +148,16 @@ def _snapshot(project, landing, lake) -> dict:
 #: The oracle's `cdc run` of each landing round (the completed process, with ``nodes``:
 #: {unique_id: status} of the dbt nodes it ran, and ``manifest``: dbt's manifest after it).
 ORACLE_ROUNDS: list = []
+#: What ``dbt build --target thrift --full-refresh`` printed: the oracle's full refresh, through
+#: a loopback Spark Thrift Server (``build_through_thrift``).
+THRIFT_FULL_REFRESH: list[str] = []
 
 
 @pytest.fixture(scope="module")
 def oracle_run(tmp_path_factory):
     """All five demo feeds landed in :data:`ROUNDS` rounds, one ``cdc run`` each, then the
-    marts of a full refresh over the same files."""
+    marts of a full refresh over the same files, built by dbt through a loopback Spark Thrift
+    Server (the cluster path, README; :data:`THRIFT_FULL_REFRESH`)."""
     root = tmp_path_factory.mktemp("oracle")
     src, landing, lake = root / "src", root / "landing", root / "lake"
     # with the typed views of the demo tables from the first round (a data-only round leaves
@@ -178,7 +183,10 @@ def oracle_run(tmp_path_factory):
         runs[-1].manifest = json.loads((project / "target" / "manifest.json").read_text())
     ORACLE_ROUNDS[:] = runs
     incremental = _snapshot(project, landing, lake)
-    cdc(project, "run", "--", "--full-refresh", landing=landing, lake=lake)
+    # the cluster path: the full refresh is dbt through a loopback Spark Thrift Server
+    THRIFT_FULL_REFRESH[:] = [
+        build_through_thrift(project, "--full-refresh", landing=landing, lake=lake)
+    ]
     full_refresh = _snapshot(project, landing, lake)
     return sim, project, landing, lake, runs[-1], incremental, full_refresh
 
@@ -235,8 +243,16 @@ def test_the_run_output_is_short_and_its_summary_counts_what_the_marts_hold(orac
     assert shown == expected
 
 
-def test_incremental_rounds_and_a_full_refresh_build_identical_marts(oracle_run):
+def test_incremental_rounds_and_a_full_refresh_through_a_thrift_server_build_identical_marts(
+    oracle_run,
+):
+    """The embedded engine's incremental rounds and a full refresh of the same raw tables by
+    `dbt build --target thrift` through a loopback Spark Thrift Server (`cdc thrift-server`)
+    build the same change log, current state and history; dbt's tests pass through the server
+    (the current state equals the simulated database: the test after this one)."""
     *_, incremental, full_refresh = oracle_run
+    (output,) = THRIFT_FULL_REFRESH
+    assert "ERROR=0" in output and "PASS=" in output, output[-3000:]
     assert len(incremental["history"]) > len(incremental["current_state"]) > 0
     differences = {}
     for mart in ("change_log", "current_state", "history"):
@@ -382,12 +398,12 @@ def test_change_log_is_unique_ordered_and_has_paired_update_images(oracle_run):
 def test_appended_files_add_exactly_their_changes_and_a_run_with_nothing_new_is_skipped(
     oracle_run,
 ):
-    """After the full refresh, `cdc run --every` in one process: its first run applies an
-    appended file, its second a file landed while it waited (a build in the same Spark
-    session), each adding its one change and nothing else, both data-only builds (the full
-    refresh was recorded as a whole build); its third, with nothing new, skips dbt and leaves
-    the marts as they are. (An incremental run that re-reads applied changes and changes
-    nothing is the crash test's.)"""
+    """After the full refresh (through the Thrift Server), `cdc run --every` in one process:
+    its first run applies an appended file, its second a file landed while it waited (a build
+    in the same Spark session), each adding its one change and nothing else, both data-only
+    builds (round 2's build of the same project is the last one `cdc run` recorded); its
+    third, with nothing new, skips dbt and leaves the marts as they are. (An incremental run
+    that re-reads applied changes and changes nothing is the crash test's.)"""
     sim, project, landing, lake, *_ = oracle_run
     before_log, before_state = read_mart(lake, "change_log"), _state(lake)
     folder = landing / "qlik_ct_demo" / "SALES.ORDER_LINES__ct"
