@@ -34,6 +34,7 @@ from python_udfs.build_state import committed_batches
 from simulator.database import JP_TABLES, catalog_rows, simulate
 from simulator.feeds import write_feed
 from tests.spark_project import cdc, cli_env, make_project, query, read_mart
+from tests.test_end_to_end import _state as current_states
 from tests.test_end_to_end import landing_rounds
 from tests.two_rounds import Contribution
 
@@ -258,13 +259,7 @@ def test_uninterrupted_runs_reach_the_simulated_databases(two_rounds):
     workload's feeds equals each simulated source database, and dbt's tests passed."""
     sims, lake = two_rounds.contributions["crash"].expected, two_rounds.lake
     assert "0 failed" in two_rounds.round2.stdout and "0 error(s)" in two_rounds.round2.stdout
-    state: dict = {}
-    for row in read_mart(lake, "current_state"):
-        if row["feed"] in FEEDS:
-            tables = state.setdefault(row["feed"], {})
-            tables.setdefault((row["source_schema"], row["source_table"]), {})[
-                row["primary_key"]
-            ] = row["row"]
+    state = current_states(lake)
     for feed, sim in sims.items():
         assert state[feed] == {k: v for k, v in sim.final_state.items() if v}, feed
 
