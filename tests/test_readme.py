@@ -1,6 +1,6 @@
 """Every command of the README runs as written, in order, after `make demo` (issue 16).
 
-Not part of `make test` (it takes about 7 minutes: the demo, then a dozen runs and builds,
+Not part of `make test` (it takes 7 to 10 minutes: the demo, then a dozen runs and builds,
 each its own JVM); `make test-readme` runs it and CI runs that after `make test`. The project is
 a copy of the repository's tracked files (what a fresh clone holds) with this checkout's
 `.venv` linked in, so `make demo` installs nothing again; nothing is exported: the commands
