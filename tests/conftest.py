@@ -211,8 +211,9 @@ def two_rounds(tmp_path_factory):
     columns and one missing from the catalog in round 1, three feeds whose tables only their
     own metadata declares, the restage of a table declared late, and the crash test's
     workload (its uninterrupted reference), landed in two rounds, one ``cdc run`` each (see
-    :func:`tests.two_rounds.run` for what it returns). Declaring the late tables changes the seeds, so round 2 is a whole build; the
-    oracle's second round is the data-only one (``test_end_to_end``)."""
+    :func:`tests.two_rounds.run` for what it returns). Declaring the late tables changes the
+    seeds, so round 2 is a whole build; the oracle's second round is the data-only one
+    (``test_end_to_end``)."""
     from tests import (
         test_apply_scenarios,
         test_crash_safety,

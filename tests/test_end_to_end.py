@@ -1163,11 +1163,11 @@ ADDED_COLUMN = (
 
 
 def prepare_discovered(src: Path) -> Contribution:
-    """A Qlik change-table feed, a Kafka feed and a little-endian GoldenGate trail with TDR records of one
-    simulated workload, for the two-round project: none of their tables is in the seeds, in
-    either round. Round 1 lands the first half of each feed's files (a data file with its
-    ``.dfm``), round 2 the rest. CUSTOMERS gains a column half way (:data:`ADDED_COLUMN`). Two
-    tables are left out (:data:`LEFT_OUT_OF_DISCOVERED`).
+    """A Qlik change-table feed, a Kafka feed and a little-endian GoldenGate trail with TDR
+    records (:data:`DISCOVERED_OPTIONS`) of one simulated workload, for the two-round project:
+    none of their tables is in the seeds, in either round. Round 1 lands the first half of each
+    feed's files (a data file with its ``.dfm``), round 2 the rest. CUSTOMERS gains a column
+    half way (:data:`ADDED_COLUMN`). Two tables are left out (:data:`LEFT_OUT_OF_DISCOVERED`).
     ``expected`` is each feed's simulation; ``extra["tables"]`` the tables each feed holds."""
     sims, tables = {}, {}
     for feed, fmt in DISCOVERED_FEEDS.items():
