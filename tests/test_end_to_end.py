@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import gzip
 import json
 import re
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -395,6 +397,31 @@ def test_change_log_is_unique_ordered_and_has_paired_update_images(oracle_run):
     assert len(typed["types"]) == 1 and typed["types"][0].startswith("decimal(")
 
 
+def _redeliver_full_loads(landing: Path) -> dict[str, list[str]]:
+    """Land a copy of one full load of each format that has them (issue 76), as a re-delivery
+    would: a Qlik Kafka dump holding REFRESH messages gzip-compressed beside itself, a Qlik
+    change-table ``LOAD*`` file (with its ``.dfm``) and a Linkexpress full extract under
+    another folder. Returns ``{feed: [paths of the copies, relative to the landing root]}``."""
+    dump = sorted((landing / "qlik_kafka_demo").glob("*-00000000000000000000.jsonl"))[0]
+    assert '"REFRESH"' in dump.read_text(encoding="utf-8")
+    compressed = dump.with_name(dump.name + ".gz")
+    compressed.write_bytes(gzip.compress(dump.read_bytes()))
+    copies = {"qlik_kafka_demo": [compressed]}
+    load = sorted((landing / "qlik_ct_demo").glob("*.*/LOAD00000001.*"))[0]
+    resent = landing / "qlik_ct_demo" / "resent" / load.parent.name
+    resent.mkdir(parents=True)
+    for part in load.parent.glob(load.stem + ".*"):  # the data file and its .dfm, if any
+        shutil.copy(part, resent / part.name)
+    copies["qlik_ct_demo"] = [resent / part.name for part in load.parent.glob(load.stem + ".*")]
+    extract = sorted((landing / "linkexpress_demo").glob("*.*/*_F.dat"))[0]
+    resent = landing / "linkexpress_demo" / "resent" / extract.parent.name
+    resent.mkdir(parents=True)
+    copies["linkexpress_demo"] = [Path(shutil.copy(extract, resent / extract.name))]
+    return {
+        feed: [p.relative_to(landing).as_posix() for p in paths] for feed, paths in copies.items()
+    }
+
+
 def test_appended_files_add_exactly_their_changes_and_a_run_with_nothing_new_is_skipped(
     oracle_run,
 ):
@@ -403,9 +430,14 @@ def test_appended_files_add_exactly_their_changes_and_a_run_with_nothing_new_is_
     in the same Spark session), each adding its one change and nothing else, both data-only
     builds (round 2's build of the same project is the last one `cdc run` recorded); its
     third, with nothing new, skips dbt and leaves the marts as they are. (An incremental run
-    that re-reads applied changes and changes nothing is the crash test's.)"""
-    sim, project, landing, lake, *_ = oracle_run
+    that re-reads applied changes and changes nothing is the crash test's.)
+
+    The first run also ingests a re-delivered full load of each format that has them
+    (:func:`_redeliver_full_loads`): each adds no row to change_log, and current_state and
+    history keep their rows (issue 76)."""
+    sim, project, landing, lake, last_round, *_ = oracle_run
     before_log, before_state = read_mart(lake, "change_log"), _state(lake)
+    redelivered = _redeliver_full_loads(landing)
     folder = landing / "qlik_ct_demo" / "SALES.ORDER_LINES__ct"
     header = "header__change_seq,header__change_oper,header__change_mask,header__stream_position,header__operation,header__transaction_id,header__timestamp,"
     header += "ORDER_ID,LINE_NO,PRODUCT,QUANTITY,UNIT_PRICE,NOTE,SHIPPED_DATE\n"
@@ -435,6 +467,18 @@ def test_appended_files_add_exactly_their_changes_and_a_run_with_nothing_new_is_
         return {r["change_id"] for r in log} - {r["change_id"] for r in before_log}
 
     assert added(waits[1][0]) == {"qlik_ct_demo:20990101000000000000000000000999999"}
+    logged_before, logged = (Counter(r["feed"] for r in log) for log in (before_log, waits[1][0]))
+    for feed in redelivered:  # a re-delivered full load adds no row, under any change_id
+        expected = logged_before[feed] + (feed == "qlik_ct_demo")
+        assert logged[feed] == expected, f"{feed}: a re-delivered full load was logged"
+    # the summary's figures per feed: changes, live rows and versions as the last round left
+    # them (the full refresh built the same marts), but the one appended change and its version
+    before, first = summary_figures(last_round.stdout), summary_figures(runs[0])
+    for feed, figures in before.items():
+        added_one = [0, 1, 0, 0, 1, 1, 0] if feed == "qlik_ct_demo" else [0] * 7
+        copies = [c for c in redelivered.get(feed, []) if not c.endswith(".dfm")]
+        added_one[0] = len(copies) + (feed == "qlik_ct_demo")  # files: the copies, the new one
+        assert [a - b for a, b in zip(first[feed], figures, strict=True)] == added_one, feed
     assert added(read_mart(lake, "change_log")) == {
         "qlik_ct_demo:20990101000000000000000000000999999",
         "qlik_ct_demo:20990102000000000000000000000999999",
@@ -466,6 +510,8 @@ def test_appended_files_add_exactly_their_changes_and_a_run_with_nothing_new_is_
     manifest = [m["source_file"] for m in read_mart(lake, "ingested_files")]
     for name in ("20990101-000000000.csv", "20990102-000000000.csv"):
         assert manifest.count(f"qlik_ct_demo/SALES.ORDER_LINES__ct/{name}") == 1
+    for copies in redelivered.values():  # the copies were ingested, and read as changes
+        assert all(manifest.count(copy) == 1 for copy in copies if not copy.endswith(".dfm"))
 
 
 GOLDENGATE_FEEDS = """    gg_tc:

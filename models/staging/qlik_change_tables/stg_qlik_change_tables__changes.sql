@@ -3,7 +3,9 @@
     Before images (change_oper B) are paired with their UPDATE as the vendor's documented
     self-join on change_seq does (seeds/qlik_change_tables_ja.txt), by a window over the
     position; full-load rows become LOAD, at 35 zeros (before every change) or, with option
-    load_position dfm_start, at the start of writing of their file (a reload).
+    load_position dfm_start, at the start of writing of their file (a reload). A LOAD's
+    change_id ends with its table, its file's name (no folder, no .gz) and its record index,
+    so a full-load file re-delivered under another folder adds nothing to the log (issue 76).
 -#}
 
 {{ config(enabled=cdc_format_enabled('qlik_change_tables')) }}
@@ -41,7 +43,18 @@ classified as (
                 )
             when file_kind = 'full_load' then repeat('0', 35)
             else header__change_seq
-        end as change_position
+        end as change_position,
+        -- a full-load row's identity, which a re-delivery keeps (issue 76): its table, its
+        -- file's name without folder or compression suffix, and its record index
+        case
+            when file_kind = 'full_load'
+                then concat_ws(
+                    ':',
+                    concat(source_schema, '.', source_table),
+                    regexp_replace(regexp_extract(source_file, '[^/]+$', 0), '(?i)[.]gz$', ''),
+                    cast(record_index as string)
+                )
+        end as load_identity
     from raw_change_table_rows
 ),
 
@@ -73,8 +86,7 @@ paired as (
         select
             *,
             -- a change is delivered once per position; full-load rows have no position
-            case when operation = 'LOAD' then concat(source_file, ':', record_index) else change_position end
-                as delivery_key
+            case when operation = 'LOAD' then load_identity else change_position end as delivery_key
         from transactions
     ) as keyed
 ),
@@ -86,7 +98,7 @@ deduplicated as (
 canonical as (
     select
         case
-            when operation = 'LOAD' then concat_ws(':', feed, change_position, source_file, cast(record_index as string))
+            when operation = 'LOAD' then concat_ws(':', feed, change_position, load_identity)
             else concat_ws(':', feed, change_position)
         end as change_id,
         feed,

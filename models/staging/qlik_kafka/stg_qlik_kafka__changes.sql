@@ -2,18 +2,44 @@
     Qlik Replicate Kafka data messages in the canonical change event shape (DESIGN.md §5).
     REFRESH rows (full load) become LOAD, at position zero or, with option load_position
     explicit, at the change sequence option load_positions gives their dump (a reload during
-    the stream); UPDATE carries both images in one message; a DELETE
-    takes its before image from beforeData, else from data (option delete_image_field:
-    before_then_data, the default; data; beforeData).
+    the stream; patterns match the dump's name without .gz). A LOAD's change_id ends with the
+    message's topic, partition and offset, so a re-delivered dump (compressed, or under
+    another folder) adds nothing to the log (issue 76). UPDATE carries both images in one
+    message; a DELETE takes its before image from beforeData, else from data (option
+    delete_image_field: before_then_data, the default; data; beforeData).
 -#}
 
 {{ config(enabled=cdc_format_enabled('qlik_kafka')) }}
 
+{#- a dump the loader named: <topic>-<partition>-<first offset, 20 digits>.<ext> -#}
+{%- set dump_name_pattern = "'^(.+)-([0-9]+)-([0-9]{20})[.][^.]+$'" -%}
+
 with
 
 raw_messages as (
-    select * from {{ source('qlik_kafka', 'raw_qlik_kafka') }}
+    select
+        *,
+        -- the dump's name without its folder and its compression suffix: a copy of a dump
+        -- re-delivered gzip-compressed or under another folder keeps it
+        regexp_replace(regexp_extract(source_file, '[^/]+$', 0), '(?i)[.]gz$', '') as dump_name
+    from {{ source('qlik_kafka', 'raw_qlik_kafka') }}
     where {{ cdc_committed_batches() }} and {{ cdc_working_batches('qlik_kafka') }}
+),
+
+named_messages as (
+    select
+        *,
+        -- topic, partition and first offset of a dump the loader named; empty for other names
+        case
+            when dump_name rlike {{ dump_name_pattern }}
+                then array(
+                    regexp_extract(dump_name, {{ dump_name_pattern }}, 1),
+                    regexp_extract(dump_name, {{ dump_name_pattern }}, 2),
+                    regexp_extract(dump_name, {{ dump_name_pattern }}, 3)
+                )
+            else array()
+        end as dump_coordinates
+    from raw_messages
 ),
 
 classified as (
@@ -22,10 +48,25 @@ classified as (
         case when operation = 'REFRESH' then 'LOAD' else operation end as change_operation,
         case
             when operation = 'REFRESH'
-                then {{ cdc_explicit_load_position('qlik_kafka', "regexp_extract(source_file, '[^/]+$', 0)") }}
+                then {{ cdc_explicit_load_position('qlik_kafka', 'dump_name') }}
             else change_sequence
-        end as change_position
-    from raw_messages
+        end as change_position,
+        -- a REFRESH message's identity, which a re-delivery keeps: its own coordinates (topic,
+        -- partition, offset = the dump's first offset + record index - 1) when the dump is
+        -- named <topic>-<partition>-<first offset, 20 digits>.<ext> (formats/qlik_kafka_messages.md,
+        -- Dump files), else the dump's name and the record index
+        case
+            when operation != 'REFRESH' then null
+            when size(dump_coordinates) = 3
+                then concat_ws(
+                    ':',
+                    dump_coordinates[0],
+                    dump_coordinates[1],
+                    cast(cast(dump_coordinates[2] as decimal(20, 0)) + record_index - 1 as string)
+                )
+            else concat_ws(':', dump_name, cast(record_index as string))
+        end as load_identity
+    from named_messages
 ),
 
 transactions as (
@@ -40,7 +81,7 @@ transactions as (
 deduplicated as (
     {{ cdc_first_delivery(
         'transactions',
-        "feed, resolved_transaction_id, case when change_operation = 'LOAD' then concat(source_file, ':', record_index) else change_position end"
+        "feed, resolved_transaction_id, case when change_operation = 'LOAD' then load_identity else change_position end"
     ) }}
 ),
 
@@ -48,7 +89,7 @@ canonical as (
     select
         case
             when change_operation = 'LOAD'
-                then concat_ws(':', feed, change_position, source_file, cast(record_index as string))
+                then concat_ws(':', feed, change_position, load_identity)
             else concat_ws(':', feed, change_position)
         end as change_id,
         feed,
