@@ -4,8 +4,7 @@
     self-join on change_seq does (seeds/qlik_change_tables_ja.txt), by a window over the
     position; full-load rows become LOAD, at 35 zeros (before every change) or, with option
     load_position dfm_start, at the start of writing of their file (a reload). A LOAD's
-    change_id ends with its table, its file's name (no folder, no .gz) and its record index,
-    so a full-load file re-delivered under another folder adds nothing to the log (issue 76).
+    change_id ends with its table, file name and record index, which any copy keeps (issue 76).
 -#}
 
 {{ config(enabled=cdc_format_enabled('qlik_change_tables')) }}
@@ -43,18 +42,7 @@ classified as (
                 )
             when file_kind = 'full_load' then repeat('0', 35)
             else header__change_seq
-        end as change_position,
-        -- a full-load row's identity, which a re-delivery keeps (issue 76): its table, its
-        -- file's name without folder or compression suffix, and its record index
-        case
-            when file_kind = 'full_load'
-                then concat_ws(
-                    ':',
-                    concat(source_schema, '.', source_table),
-                    regexp_replace(regexp_extract(source_file, '[^/]+$', 0), '(?i)[.]gz$', ''),
-                    cast(record_index as string)
-                )
-        end as load_identity
+        end as change_position
     from raw_change_table_rows
 ),
 
@@ -85,8 +73,11 @@ paired as (
     from (
         select
             *,
-            -- a change is delivered once per position; full-load rows have no position
-            case when operation = 'LOAD' then load_identity else change_position end as delivery_key
+            -- a change is delivered once per position; a LOAD row (no position) is its table, file name and index
+            case
+                when operation = 'LOAD' then concat_ws(':', source_schema || '.' || source_table, {{ cdc_landed_file_name('source_file') }}, string(record_index))
+                else change_position
+            end as delivery_key
         from transactions
     ) as keyed
 ),
@@ -97,10 +88,7 @@ deduplicated as (
 
 canonical as (
     select
-        case
-            when operation = 'LOAD' then concat_ws(':', feed, change_position, load_identity)
-            else concat_ws(':', feed, change_position)
-        end as change_id,
+        concat_ws(':', feed, change_position, case when operation = 'LOAD' then delivery_key end) as change_id,
         feed,
         source_schema,
         source_table,

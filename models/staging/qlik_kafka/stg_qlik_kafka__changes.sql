@@ -19,27 +19,9 @@ with
 raw_messages as (
     select
         *,
-        -- the dump's name without its folder and its compression suffix: a copy of a dump
-        -- re-delivered gzip-compressed or under another folder keeps it
-        regexp_replace(regexp_extract(source_file, '[^/]+$', 0), '(?i)[.]gz$', '') as dump_name
+        {{ cdc_landed_file_name('source_file') }} as dump_name
     from {{ source('qlik_kafka', 'raw_qlik_kafka') }}
     where {{ cdc_committed_batches() }} and {{ cdc_working_batches('qlik_kafka') }}
-),
-
-named_messages as (
-    select
-        *,
-        -- topic, partition and first offset of a dump the loader named; empty for other names
-        case
-            when dump_name rlike {{ dump_name_pattern }}
-                then array(
-                    regexp_extract(dump_name, {{ dump_name_pattern }}, 1),
-                    regexp_extract(dump_name, {{ dump_name_pattern }}, 2),
-                    regexp_extract(dump_name, {{ dump_name_pattern }}, 3)
-                )
-            else array()
-        end as dump_coordinates
-    from raw_messages
 ),
 
 classified as (
@@ -51,22 +33,20 @@ classified as (
                 then {{ cdc_explicit_load_position('qlik_kafka', 'dump_name') }}
             else change_sequence
         end as change_position,
-        -- a REFRESH message's identity, which a re-delivery keeps: its own coordinates (topic,
-        -- partition, offset = the dump's first offset + record index - 1) when the dump is
-        -- named <topic>-<partition>-<first offset, 20 digits>.<ext> (formats/qlik_kafka_messages.md,
-        -- Dump files), else the dump's name and the record index
+        -- a REFRESH message's identity in any copy of its dump (issue 76): its topic, partition
+        -- and offset (the dump's first offset + record index - 1), else dump name and index
         case
             when operation != 'REFRESH' then null
-            when size(dump_coordinates) = 3
+            when dump_name rlike {{ dump_name_pattern }}
                 then concat_ws(
                     ':',
-                    dump_coordinates[0],
-                    dump_coordinates[1],
-                    cast(cast(dump_coordinates[2] as decimal(20, 0)) + record_index - 1 as string)
+                    regexp_extract(dump_name, {{ dump_name_pattern }}, 1),
+                    regexp_extract(dump_name, {{ dump_name_pattern }}, 2),
+                    string(cast(regexp_extract(dump_name, {{ dump_name_pattern }}, 3) as decimal(20, 0)) + record_index - 1)
                 )
-            else concat_ws(':', dump_name, cast(record_index as string))
+            else concat_ws(':', dump_name, string(record_index))
         end as load_identity
-    from named_messages
+    from raw_messages
 ),
 
 transactions as (
