@@ -11,6 +11,7 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m python_udfs.spark --fetch-jars  # the Delta Lake jars, once (ADR 0038)
 	$(BIN)/python -m python_udfs.spark  # the Spark driver's class archive (README, Spark settings)
 	touch $(STAMP)
 

@@ -79,9 +79,94 @@ DEFAULT_DRIVER_MEMORY = "1536m"
 CTE_RECURSION_LEVEL_LIMIT = "1000000"
 
 
+def delta_packages() -> tuple[str, ...]:
+    """Return the Maven coordinates (``group:artifact:version``) of the Delta Lake jars.
+
+    Derived from the pinned Python packages (``pyproject.toml``, ``requirements.lock``) as
+    ``delta.configure_spark_with_delta_pip`` names them: the ``delta-spark`` release and
+    pyspark's major.minor give ``io.delta:delta-spark_4.2_2.13:4.4.0``, so the jars cannot drift
+    from the Python packages. ``delta-storage`` is its one runtime dependency pyspark does not
+    ship (Delta's pom; ADR 0038).
+    """
+    import importlib.metadata
+
+    import pyspark
+
+    delta = importlib.metadata.version("delta_spark")
+    spark = ".".join(pyspark.__version__.split(".")[:2])
+    return (f"io.delta:delta-spark_{spark}_2.13:{delta}", f"io.delta:delta-storage:{delta}")
+
+
+def jar_folder() -> Path:
+    """Return where ``make install`` puts the Delta jars: ``<sys.prefix>/share/cdc_changelog/jars``."""
+    return Path(sys.prefix) / "share" / "cdc_changelog" / "jars"
+
+
+def _jar_name(coordinates: str) -> str:
+    """``group:artifact:version`` → ``artifact-version.jar``, the name Maven copies it under."""
+    _group, artifact, version = coordinates.split(":")
+    return f"{artifact}-{version}.jar"
+
+
+def delta_jars() -> list[Path]:
+    """Return the jars of :func:`delta_packages` in :func:`jar_folder`.
+
+    Raises ConfigError naming the missing jar and the fix: ``make install`` fetches them once,
+    and runs need no network afterwards.
+    """
+    from python_udfs.config import ConfigError
+
+    jars = [jar_folder() / _jar_name(c) for c in delta_packages()]
+    missing = [j for j in jars if not j.is_file()]
+    if missing:
+        raise ConfigError(
+            f"{missing[0]} not found: the Delta Lake jars are fetched by `make install` "
+            "(python -m python_udfs.spark --fetch-jars, which needs mvn and Maven Central)"
+        )
+    return jars
+
+
+def fetch_delta_jars() -> list[Path]:
+    """Copy the jars of :func:`delta_packages` from Maven Central into :func:`jar_folder`.
+
+    Runs ``mvn dependency:copy`` (Maven's own resolution and local repository) for each jar
+    not there yet; ``make install`` calls it. Raises RuntimeError with Maven's output when a
+    jar cannot be fetched, FileNotFoundError when there is no ``mvn``.
+    """
+    import subprocess
+
+    folder = jar_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    for coordinates in delta_packages():
+        if (folder / _jar_name(coordinates)).is_file():
+            continue
+        command = ["mvn", "--batch-mode", "--quiet", "dependency:copy"]
+        command += [f"-Dartifact={coordinates}", f"-DoutputDirectory={folder}"]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"mvn could not fetch {coordinates}:\n{done.stdout[-3000:]}")
+    return delta_jars()
+
+
+#: Delta Lake's settings (Delta's documentation, "Configure SparkSession"): its SQL extension
+#: (MERGE, time travel, ``DESCRIBE DETAIL``, ``table_changes``) and its catalog over Spark's
+#: own, so ``using delta`` tables live in the Hive metastore beside the parquet ones. A
+#: table's state is computed in 2 partitions instead of 50 (a small lake on 2 cores).
+DELTA_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.databricks.delta.snapshotPartitions": "2",
+}
+
+
 def _engine_conf(lake: Path) -> dict[str, str]:
     """Return the embedded engine's own settings for an absolute lake root (:func:`spark_conf`)."""
     return {
+        # Delta's jars on the JVM's own class path rather than spark.jars: a Thrift Server's
+        # query threads find the delta data source there, and the class archive maps them
+        "spark.driver.extraClassPath": ":".join(str(j) for j in delta_jars()),
+        "spark.executor.extraClassPath": ":".join(str(j) for j in delta_jars()),
+        **DELTA_CONF,
         "spark.master": configured_master(),
         "spark.app.name": "cdc_changelog",
         "spark.driver.memory": os.environ.get("CDC_SPARK_DRIVER_MEMORY", DEFAULT_DRIVER_MEMORY),
@@ -179,7 +264,8 @@ def class_archive_path() -> Path | None:
 
 #: What the JVM that writes the class archive runs before it exits: the kinds of statement a
 #: ``cdc run`` sends (a Hive database, partitioned parquet tables created, written with dynamic
-#: partition overwrite and repaired, windows over structs and maps, higher-order functions, a
+#: partition overwrite and repaired, a Delta table with its change feed merged into, read at a
+#: version and described, windows over structs and maps, higher-order functions, a
 #: broadcast semi-join, an anti-join, views, the catalog listings dbt sends, an Arrow batch
 #: through a Python worker). Each class loaded here is one later JVMs map from the archive.
 _ARCHIVE_WORKLOAD = (
@@ -215,6 +301,16 @@ _ARCHIVE_WORKLOAD = (
     "show tables in warm",
     "describe table extended warm.b",
     "show table extended in warm like '*'",
+    "create table warm.d (k string, v bigint) using delta"
+    " tblproperties (delta.enableChangeDataFeed = true)",
+    "insert into warm.d select k, max(n) from warm.a group by k",
+    "merge into warm.d as t using (select k, n from warm.a where n < 50) as s on t.k = s.k"
+    " when matched and s.n < 10 then delete when matched then update set v = s.n"
+    " when not matched then insert (k, v) values (s.k, s.n)",
+    "select count(*) from warm.d version as of 0",
+    "select count(*) from table_changes('warm.d', 1)",
+    "describe detail warm.d",
+    "drop table warm.d",
     "drop view warm.v",
     "drop table warm.b",
     "drop table warm.a",
@@ -462,6 +558,9 @@ def start_spark_in_background(lake_root: Path) -> concurrent.futures.Future:
 if __name__ == "__main__":  # python -m python_udfs.spark: write the class archive (make install)
     if sys.argv[1:2] == ["--workload"]:
         _run_archive_workload(Path(sys.argv[2]))
+    elif sys.argv[1:2] == ["--fetch-jars"]:
+        for jar in fetch_delta_jars():
+            print(f"Delta Lake jar {jar}")
     else:
         import time
 
