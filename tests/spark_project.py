@@ -83,10 +83,15 @@ def cli_env(landing: Path, lake: Path) -> dict[str, str]:
     """The environment of a ``cdc`` CLI subprocess on ``landing`` and ``lake``: this checkout
     first on ``PYTHONPATH``, so the subprocess runs this checkout's ``python_udfs`` even when the
     virtualenv's editable install points at another checkout (a venv shared between two clones),
-    and 200 columns for the summary table."""
+    and 200 columns for the summary table. ``CDC_DELTA_JARS`` names this environment's Delta jars
+    for a plain ``dbt`` in a project copy (``profiles.yml`` looks in ``.venv`` of the folder it
+    runs in otherwise)."""
+    from python_udfs.spark import delta_jars
+
     path = os.environ.get("PYTHONPATH", "")
     return {
         **os.environ,
+        "CDC_DELTA_JARS": ":".join(str(jar) for jar in delta_jars()),
         "PYTHONPATH": str(REPO) + (os.pathsep + path if path else ""),
         "CDC_LANDING_ROOT": str(landing),
         "CDC_LAKE_ROOT": str(lake),
@@ -220,19 +225,21 @@ VIEW_TABLES = {"change_log": "int_changes_logged", "pending_changes": "int_chang
 
 
 def read_mart(lake: Path, table: str, schema: str = "cdc") -> list[dict]:
-    """Read a built mart straight from its parquet files in the warehouse.
+    """Read a built mart straight from its files in the warehouse, as a second process would.
 
-    A mart of :data:`VIEW_TABLES` is read from the table it is a view of. Partition columns
-    (``name=value`` folders) are added as text, after the file's columns, except a
+    A Delta table (a folder with ``_delta_log``, ADR 0038: ``current_state``) is read at its
+    last committed version with delta-rs; any other table from its parquet files. A mart of
+    :data:`VIEW_TABLES` is read from the table it is a view of. Partition columns of a parquet
+    table (``name=value`` folders) are added as text, after the file's columns, except a
     ``*_generation`` partition: it names the run that wrote the rows, which differs between runs
     that must agree on them. ``change_log`` keeps, as its view does, one row per change: the one
     logged last (a change logged again with the key of a table declared late, ADR 0021);
-    ``read_mart(lake, "int_changes_logged")`` reads every row of the store. ``current_state``,
-    a view of ``int_key_state`` (ADR 0028), is its live keys with the view's columns.
+    ``read_mart(lake, "int_changes_logged")`` reads every row of the store. Maps come back as
+    dicts.
     """
-    if table == "current_state" and schema == "cdc":
-        return [_current_state_row(r) for r in read_mart(lake, "int_key_state") if _live(r)]
     path = lake / "warehouse" / f"{schema}.db" / VIEW_TABLES.get(table, table)
+    if (path / "_delta_log").is_dir():
+        return _with_dicts(delta_table(lake, table, schema).to_pyarrow_table().to_pylist())
     files = [
         p.relative_to(path)
         for p in sorted(path.rglob("*.parquet"))
@@ -255,31 +262,24 @@ def read_mart(lake: Path, table: str, schema: str = "cdc") -> list[dict]:
         for key in keys:
             if key.endswith("_generation"):
                 del row[key]
+    return _with_dicts(rows)
+
+
+def delta_table(lake: Path, table: str, schema: str = "cdc"):
+    """The Delta table ``schema.table`` of the lake's warehouse, opened by path with delta-rs
+    (``deltalake.DeltaTable``) at its last committed version, as a reader outside Spark does."""
+    from deltalake import DeltaTable
+
+    return DeltaTable(str(lake / "warehouse" / f"{schema}.db" / table))
+
+
+def _with_dicts(rows: list[dict]) -> list[dict]:
+    """``rows`` with each map value (a list of key, value pairs in Arrow) as a dict."""
     for row in rows:
         for key, value in row.items():
             if isinstance(value, list) and value and isinstance(value[0], tuple):
                 row[key] = dict(value)
     return rows
-
-
-def _live(state: dict) -> bool:
-    return not state["current_version"]["is_deleted"]
-
-
-def _current_state_row(state: dict) -> dict:
-    """The row of the view current_state (models/marts/current_state.sql) of a live key's state."""
-    version = state["current_version"]
-    names = (state["feed"], state["source_schema"], state["source_table"], state["primary_key"])
-    return {
-        "current_state_id": json.dumps(list(names), separators=(",", ":"), ensure_ascii=False),
-        **dict(zip(("feed", "source_schema", "source_table", "primary_key"), names, strict=True)),
-        "key_id": state["key_id"],
-        "row": dict(version["row"]),
-        "last_operation": version["operation"],
-        "last_change_position": version["opened_order"]["change_position"],
-        "last_committed_at": version["opened_at"],
-        "table_key": state["table_key"],
-    }
 
 
 #: Names from the data that once broke scaffolding, the dbt parse or Spark SQL (issue 14): a

@@ -9,8 +9,9 @@ The workload covers the five feed formats. Real runs are killed with SIGKILL (th
 process group: Python, dbt and the Spark JVM) when their output reaches a chosen point
 (:data:`KILLS`): while staging decodes, while it writes the batch's manifest rows (the commit),
 and before the models that write state: the key state (change_log appended, the history
-partition written), the history versions (int_apply_events written) and the staging watermark
-(change_log and pending_changes written). The run that completes each round has a twin
+partition written), the history versions (int_apply_events written), current_state's MERGE
+(the key state written, ADR 0038) and the staging watermark (change_log and pending_changes
+written). The run that completes each round has a twin
 started at the same moment on the same lake: one of the two applies, the other stops at once.
 After the first round, int_apply_events is left as a kill inside its CREATE TABLE AS SELECT
 leaves it: its folder, no table in the catalog; and one feed's rows of the key state are set to
@@ -57,16 +58,18 @@ STAGING = "decoding "
 #: After the raw tables of the batch are written, while its manifest rows (the commit) are.
 COMMITTING = "committing batch "
 BEFORE_KEY_STATE = "START sql incremental model cdc.int_key_state"
-#: After int_apply_events is written, before the versions (current_state is a view of the
-#: state, ADR 0028: no table of it is written after int_key_state).
+#: After int_apply_events is written, before the versions.
 BEFORE_HISTORY_VERSIONS = "START sql incremental model cdc.int_history_versions"
+#: After the state is written, before current_state's MERGE (ADR 0038): the next run merges
+#: what this one left unmerged (current_state reads what differs from itself).
+BEFORE_CURRENT_STATE = "START sql incremental model cdc.current_state"
 BEFORE_STAGED_BATCHES = "START sql incremental model cdc.int_staged_batches"
 #: Per landing round, the kill points of its runs; a last run completes the round. The second
 #: round kills before the staging watermark moves: change_log and pending_changes are written,
 #: int_staged_batches is not, so the next run reads the round's batches again (ADR 0007).
 KILLS = [
     [STAGING, COMMITTING, BEFORE_KEY_STATE],
-    [BEFORE_HISTORY_VERSIONS, BEFORE_STAGED_BATCHES],
+    [BEFORE_HISTORY_VERSIONS, BEFORE_CURRENT_STATE, BEFORE_STAGED_BATCHES],
 ]
 
 

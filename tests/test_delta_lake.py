@@ -3,19 +3,21 @@
 The jars ``make install`` fetched (``python_udfs.spark.delta_jars``) are on the driver's class
 path and Delta's extension and catalog are set (``DELTA_CONF``): a ``cdc sql`` process creates a
 Delta table with its Change Data Feed on, merges into it, and reads it back at a version and
-as its change feed. The models still write parquet; the following steps move them.
+as its change feed. ``current_state`` is a Delta table a run updates by MERGE, with its change feed on; the other
+models still write parquet, and the following steps move them.
 """
 
 from __future__ import annotations
 
 import json
 
+import pyarrow as pa
 import pytest
 
 from python_udfs import spark
 from python_udfs.config import ConfigError
 from python_udfs.spark import delta_jars, delta_packages
-from tests.spark_project import cdc, make_project
+from tests.spark_project import cdc, delta_table, make_project, read_mart
 
 
 def test_pinned_delta_packages_name_the_jars_make_install_fetched():
@@ -82,3 +84,48 @@ def test_a_cdc_process_merges_into_a_delta_table_and_reads_its_versions_and_chan
         (1, "A", "update_postimage", 2),
         (2, "b", "delete", 2),
     }
+
+
+def test_the_change_feed_of_current_state_holds_what_round_two_changed_and_nothing_else(
+    two_rounds,
+):
+    """current_state is a Delta table with its change feed on (read by path, as a reader outside
+    Spark would), and its change feed since round 1's commit, folded per key (the image before
+    the key's first change, the one after its last), is the difference between current_state
+    after round 1 and after round 2: each inserted, updated and deleted key, with its rows. No
+    update's post-image equals its pre-image (the MERGE writes only the keys that changed)."""
+    table = delta_table(two_rounds.lake, "current_state")
+    assert table.metadata().configuration.get("delta.enableChangeDataFeed") == "true"
+    before = {r["current_state_id"]: r for r in two_rounds.after_round1["current_state"]}
+    after = {r["current_state_id"]: r for r in read_mart(two_rounds.lake, "current_state")}
+    changes = table.load_cdf(starting_version=two_rounds.current_state_version + 1)
+    feed = pa.RecordBatchReader.from_stream(changes).read_all()
+    events = sorted(feed.to_pylist(), key=lambda e: e["_commit_version"])
+    net: dict[str, list] = {}  # current_state_id: [row before the first change, row after]
+    for event in events:
+        kind, row = event["_change_type"], dict(event["row"])
+        if event["current_state_id"] not in net:  # the first change: what the key held before
+            net[event["current_state_id"]] = [None if kind == "insert" else row, None]
+        if kind != "update_preimage":
+            net[event["current_state_id"]][1] = None if kind == "delete" else row
+    net = {key: rows for key, rows in net.items() if rows[0] != rows[1]}
+    columns = [c for c in feed.column_names if not c.startswith("_")]
+    pairs: dict[tuple, list] = {}  # each update's pre- and post-image differ
+    for event in events:
+        if event["_change_type"].startswith("update_"):
+            image = tuple(str(event[c]) for c in columns)
+            pairs.setdefault((event["_commit_version"], event["current_state_id"]), []).append(
+                image
+            )
+    assert pairs and all(len(set(images)) == 2 for images in pairs.values())
+    changed = {
+        key: [
+            before[key]["row"] if key in before else None,
+            after[key]["row"] if key in after else None,
+        ]
+        for key in before.keys() | after.keys()
+        if key not in before or key not in after or before[key]["row"] != after[key]["row"]
+    }
+    assert changed and net == changed
+    kinds = {e["_change_type"] for e in events}
+    assert {"insert", "delete", "update_preimage", "update_postimage"} <= kinds

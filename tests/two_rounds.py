@@ -24,7 +24,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from simulator.database import catalog_rows
-from tests.spark_project import cdc, make_project, query, read_mart, write_seeds
+from tests.spark_project import cdc, delta_table, make_project, query, read_mart, write_seeds
 
 #: Data tests whose SQL, as round 1 ran it, is kept (``round1_tests``): round 2 overwrites
 #: ``target/run``. Scoped to the run's keys, they check all history in a first run (macro
@@ -77,6 +77,7 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
     Returns ``project``, ``landing``, ``lake``, ``round1`` / ``round2`` (the completed ``cdc
     run`` processes),
     ``after_round1`` (:data:`ROUND1_MARTS` rows as round 1 left them),
+    ``current_state_version`` (the Delta version of ``current_state`` round 1 committed),
     ``round1_tests`` (the SQL of :data:`ROUND1_TESTS` as round 1 ran it, by test name),
     ``history`` (every row of ``cdc.history`` after round 2, as JSON objects) and
     ``contributions`` by name.
@@ -110,6 +111,7 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
         contribution.land_round1(src, landing)
     round1 = cdc(project, "run", landing=landing, lake=lake)
     after_round1 = {mart: read_mart(lake, mart) for mart in ROUND1_MARTS}
+    current_state_version = delta_table(lake, "current_state").version()
     round1_tests = {
         path.stem: path.read_text(encoding="utf-8")
         for name in ROUND1_TESTS
@@ -134,6 +136,7 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
         round1=round1,
         round2=round2,
         after_round1=after_round1,
+        current_state_version=current_state_version,
         round1_tests=round1_tests,
         history=history,
         contributions=contributions,
