@@ -126,6 +126,15 @@ def delta_jars() -> list[Path]:
     return jars
 
 
+def delta_class_path() -> str:
+    """Return :func:`delta_jars` as a Java class path (``:``-separated absolute paths).
+
+    For ``spark.driver.extraClassPath`` and for ``CDC_DELTA_JARS`` (``profiles.yml``). Raises
+    ConfigError as :func:`delta_jars` does.
+    """
+    return ":".join(str(jar) for jar in delta_jars())
+
+
 def fetch_delta_jars() -> list[Path]:
     """Copy the jars of :func:`delta_packages` from Maven Central into :func:`jar_folder`.
 
@@ -161,11 +170,12 @@ DELTA_CONF = {
 
 def _engine_conf(lake: Path) -> dict[str, str]:
     """Return the embedded engine's own settings for an absolute lake root (:func:`spark_conf`)."""
+    # Delta's jars on the JVM's own class path rather than spark.jars: a Thrift Server's query
+    # threads find the delta data source there, and the class archive maps them
+    class_path = delta_class_path()
     return {
-        # Delta's jars on the JVM's own class path rather than spark.jars: a Thrift Server's
-        # query threads find the delta data source there, and the class archive maps them
-        "spark.driver.extraClassPath": ":".join(str(j) for j in delta_jars()),
-        "spark.executor.extraClassPath": ":".join(str(j) for j in delta_jars()),
+        "spark.driver.extraClassPath": class_path,
+        "spark.executor.extraClassPath": class_path,
         **DELTA_CONF,
         "spark.master": configured_master(),
         "spark.app.name": "cdc_changelog",

@@ -86,12 +86,12 @@ def cli_env(landing: Path, lake: Path) -> dict[str, str]:
     and 200 columns for the summary table. ``CDC_DELTA_JARS`` names this environment's Delta jars
     for a plain ``dbt`` in a project copy (``profiles.yml`` looks in ``.venv`` of the folder it
     runs in otherwise)."""
-    from python_udfs.spark import delta_jars
+    from python_udfs.spark import delta_class_path
 
     path = os.environ.get("PYTHONPATH", "")
     return {
         **os.environ,
-        "CDC_DELTA_JARS": ":".join(str(jar) for jar in delta_jars()),
+        "CDC_DELTA_JARS": delta_class_path(),
         "PYTHONPATH": str(REPO) + (os.pathsep + path if path else ""),
         "CDC_LANDING_ROOT": str(landing),
         "CDC_LAKE_ROOT": str(lake),
