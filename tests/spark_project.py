@@ -239,7 +239,7 @@ def read_mart(lake: Path, table: str, schema: str = "cdc") -> list[dict]:
     """
     path = lake / "warehouse" / f"{schema}.db" / VIEW_TABLES.get(table, table)
     if (path / "_delta_log").is_dir():
-        return _with_dicts(delta_table(lake, table, schema).to_pyarrow_table().to_pylist())
+        return _with_dicts(delta_table(lake, path.name, schema).to_pyarrow_table().to_pylist())
     files = [
         p.relative_to(path)
         for p in sorted(path.rglob("*.parquet"))
