@@ -244,9 +244,10 @@ print(f"BASELINE {elapsed:.3f} {rows}")
 APPLY_MODELS = (
     "int_changes_transaction_flagged",
     "int_changes_logged",
+    "int_apply_keys",
     "int_apply_events",
-    "int_history_versions",
-    "int_key_state",
+    "history",
+    "current_state",
 )
 
 

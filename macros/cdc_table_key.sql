@@ -2,8 +2,8 @@
     {#-
         The table key of one catalog table, computed when the model compiles: the first 16 hex
         digits of the MD5 of its length-prefixed feed, schema and table names. Equal to
-        cdc_table_key_sql on the same names; int_key_state, the table of the view
-        current_state, is partitioned by it.
+        cdc_table_key_sql on the same names; current_state and history are partitioned by
+        it.
     -#}
     {{- local_md5(
         (feed | length) ~ ':' ~ feed ~ (source_schema | length) ~ ':' ~ source_schema

@@ -26,9 +26,7 @@ table_rows as (
     select * from mart_rows
     where
         feed = {{ cdc_string_literal(feed) }}
-        {%- if mart == 'current_state' %}
         and table_key = '{{ cdc_table_key(feed, source_schema, source_table) }}'
-        {%- endif %}
         and source_schema = {{ cdc_string_literal(source_schema) }}
         and source_table = {{ cdc_string_literal(source_table) }}
 ),

@@ -2,8 +2,8 @@
     {#-
         dbt's `where` test config, with placeholders that scope a generic test to what the last
         run changed (cdc_tests_check_all_history turns the predicates into 'true'):
-        `__cdc_touched_keys__` (cdc_touched_keys_predicate), `__cdc_touched_versions__`
-        (cdc_touched_versions_predicate), `__cdc_new_changes__` (cdc_new_changes_predicate),
+        `__cdc_touched_keys__` (cdc_touched_keys_predicate), `__cdc_new_changes__`
+        (cdc_new_changes_predicate),
         `__cdc_last_generation__` (cdc_last_generation_predicate), `__cdc_new_batches__`
         (cdc_new_batches_predicate), and
         `__cdc_this__`, the tested relation (for a subquery on the same relation). The
@@ -16,9 +16,6 @@
         {%- endif -%}
         {%- if '__cdc_new_changes__' in where -%}
             {%- set where = where | replace('__cdc_new_changes__', cdc_new_changes_predicate()) -%}
-        {%- endif -%}
-        {%- if '__cdc_touched_versions__' in where -%}
-            {%- set where = where | replace('__cdc_touched_versions__', cdc_touched_versions_predicate()) -%}
         {%- endif -%}
         {%- if '__cdc_last_generation__' in where -%}
             {%- set where = where | replace('__cdc_last_generation__', cdc_last_generation_predicate()) -%}

@@ -227,19 +227,22 @@ VIEW_TABLES = {"change_log": "int_changes_logged", "pending_changes": "int_chang
 def read_mart(lake: Path, table: str, schema: str = "cdc") -> list[dict]:
     """Read a built mart straight from its files in the warehouse, as a second process would.
 
-    A Delta table (a folder with ``_delta_log``, ADR 0038: ``current_state``) is read at its
-    last committed version with delta-rs; any other table from its parquet files. A mart of
-    :data:`VIEW_TABLES` is read from the table it is a view of. Partition columns of a parquet
-    table (``name=value`` folders) are added as text, after the file's columns, except a
-    ``*_generation`` partition: it names the run that wrote the rows, which differs between runs
-    that must agree on them. ``change_log`` keeps, as its view does, one row per change: the one
+    A Delta table (a folder with ``_delta_log``, ADR 0038: ``current_state``, ``history``) is
+    read at its last committed version with delta-rs, without ``history_generation``; any other
+    table from its parquet files. A mart of :data:`VIEW_TABLES` is read from the table it is a
+    view of. Partition columns of a parquet table (``name=value`` folders) are added as text,
+    after the file's columns, except a ``*_generation`` partition. A generation names the run
+    that wrote the rows, which differs between runs that must agree on them. ``change_log`` keeps, as its view does, one row per change: the one
     logged last (a change logged again with the key of a table declared late, ADR 0021);
     ``read_mart(lake, "int_changes_logged")`` reads every row of the store. Maps come back as
     dicts.
     """
     path = lake / "warehouse" / f"{schema}.db" / VIEW_TABLES.get(table, table)
     if (path / "_delta_log").is_dir():
-        return _with_dicts(delta_table(lake, path.name, schema).to_pyarrow_table().to_pylist())
+        rows = delta_table(lake, path.name, schema).to_pyarrow_table().to_pylist()
+        for row in rows:
+            row.pop("history_generation", None)
+        return _with_dicts(rows)
     files = [
         p.relative_to(path)
         for p in sorted(path.rglob("*.parquet"))

@@ -200,7 +200,7 @@ def key_move(s: Script):
 def key_chain(s: Script):
     """A chain of eleven key changes: A→B in one transaction, then B→C→…→L in the next. With
     compressed images every column of L's row comes from A's, through the whole chain (a
-    recursive CTE in int_history_versions follows a chain as far as it goes; the SQL unrolled
+    recursive CTE in int_key_change_rows follows a chain as far as it goes; the SQL unrolled
     eight steps before, so this chain was cut)."""
     r1 = s.row(1, 0)
     moved = [dict(r1, **{s.key_name: str(k)}) for k in range(2, 13)]

@@ -8,15 +8,13 @@ in the same two rounds, so the reference costs no build of its own (issue 72).
 The workload covers the five feed formats. Real runs are killed with SIGKILL (the whole
 process group: Python, dbt and the Spark JVM) when their output reaches a chosen point
 (:data:`KILLS`): while staging decodes, while it writes the batch's manifest rows (the commit),
-and before the models that write state: the key state (change_log appended, the history
-partition written), the history versions (int_apply_events written), current_state's MERGE
-(the key state written, ADR 0038) and the staging watermark (change_log and pending_changes
-written). The run that completes each round has a twin
-started at the same moment on the same lake: one of the two applies, the other stops at once.
-After the first round, int_apply_events is left as a kill inside its CREATE TABLE AS SELECT
-leaves it: its folder, no table in the catalog; and one feed's rows of the key state are set to
-a generation behind every run's, as a kill while Spark moves the state's partitions into place
-leaves them.
+and before the models that write state: the events of the keys applied (change_log appended,
+int_apply_keys written), history's MERGE (int_apply_events written), current_state's MERGE
+(history merged, ADR 0038) and the staging watermark (change_log and pending_changes
+written). The run that completes each round has a twin started at the same moment on the same
+lake: one of the two applies, the other stops at once. After the first round, int_apply_events
+is left as a kill inside its CREATE TABLE AS SELECT leaves it: its folder, no table in the
+catalog.
 """
 
 from __future__ import annotations
@@ -57,19 +55,21 @@ FEEDS_YAML = "  cdc_feeds:\n" + "".join(
 STAGING = "decoding "
 #: After the raw tables of the batch are written, while its manifest rows (the commit) are.
 COMMITTING = "committing batch "
-BEFORE_KEY_STATE = "START sql incremental model cdc.int_key_state"
-#: After int_apply_events is written, before the versions.
-BEFORE_HISTORY_VERSIONS = "START sql incremental model cdc.int_history_versions"
-#: After the state is written, before current_state's MERGE (ADR 0038): the next run merges
-#: what this one left unmerged (current_state reads what differs from itself).
+#: After int_apply_keys is written, before the events of the keys it applies.
+BEFORE_APPLY_EVENTS = "START sql table model cdc.int_apply_events"
+#: After the events, before history's MERGE (ADR 0038): nothing of the apply is committed, and
+#: the watermark (history's newest generation) has not moved, so the next run applies it all.
+BEFORE_HISTORY = "START sql incremental model cdc.history"
+#: After history's MERGE, before current_state's: the next run merges what this one left
+#: unmerged (current_state reads what differs between history's current rows and itself).
 BEFORE_CURRENT_STATE = "START sql incremental model cdc.current_state"
 BEFORE_STAGED_BATCHES = "START sql incremental model cdc.int_staged_batches"
 #: Per landing round, the kill points of its runs; a last run completes the round. The second
 #: round kills before the staging watermark moves: change_log and pending_changes are written,
 #: int_staged_batches is not, so the next run reads the round's batches again (ADR 0007).
 KILLS = [
-    [STAGING, COMMITTING, BEFORE_KEY_STATE],
-    [BEFORE_HISTORY_VERSIONS, BEFORE_CURRENT_STATE, BEFORE_STAGED_BATCHES],
+    [STAGING, COMMITTING, BEFORE_HISTORY],
+    [BEFORE_APPLY_EVENTS, BEFORE_CURRENT_STATE, BEFORE_STAGED_BATCHES],
 ]
 
 
@@ -144,60 +144,29 @@ def _two_runs_at_once(project: Path, landing: Path, lake: Path) -> None:
     assert err.count("\n") == 1 and "the lake is in use by cdc process" in err, err
 
 
-#: A generation before every run's (cdc_generation: YYYYMMDDTHHMMSSffffff).
-GENERATION_BEFORE_ALL = "00000000T000000000000"
-
-
-def _leave_two_kills_behind(project: Path, landing: Path, lake: Path, table: str) -> None:
-    """Leave the lake as two kills leave it, with one ``cdc sql`` (one JVM start):
-
-    - What a run killed inside CREATE TABLE AS SELECT of ``table`` leaves: the table's folder,
-      with its files, and no table in the catalog (Spark enters the table after writing its
-      files; dbt dropped the old one first). The next runs clear it (macro
-      cdc_clear_orphan_table_folders): Spark refuses a managed table over a non-empty folder.
-    - One feed's state_generation in int_key_state before every generation, its rows kept. A
-      run killed while Spark moves the state's feed partitions into place leaves the feeds
-      moved at the new generation and the others at the previous one; here a feed's rows are
-      the newest and its generation the oldest, the harder case. The watermark is the
-      smallest generation (cdc_state_watermark, ADR 0025), so the next run applies every
-      generation again, and every key they touch is rebuilt from all its changes, its state
-      holding them already (int_apply_keys).
-    """
+def _leave_a_killed_table_behind(project: Path, landing: Path, lake: Path, table: str) -> None:
+    """Leave the lake as a run killed inside CREATE TABLE AS SELECT of ``table`` leaves it: the
+    table's folder, with its files, and no table in the catalog (Spark enters the table after
+    writing its files; dbt dropped the old one first). The next runs clear it (macro
+    cdc_clear_orphan_table_folders): Spark refuses a managed table over a non-empty folder."""
     folder = lake / "warehouse" / "cdc.db" / table
     kept = lake.parent / f"{table}.kept"
     shutil.copytree(folder, kept)
-    columns = (
-        "source_schema, source_table, primary_key, key_id, current_version, last_event_order, "
-        "rebuilt_generation, version_count"
-    )
-    feed = sorted(FEEDS)[0]
-    cdc(
-        project,
-        "sql",
-        f"drop table cdc.{table}",
-        "create table cdc.key_state_copy as select * from cdc.int_key_state",
-        f"insert overwrite table cdc.int_key_state partition (feed = '{feed}', table_key) "
-        f"select {columns}, '{GENERATION_BEFORE_ALL}' as state_generation, table_key "
-        f"from cdc.key_state_copy where feed = '{feed}'",
-        "drop table cdc.key_state_copy",
-        landing=landing,
-        lake=lake,
-    )
+    cdc(project, "sql", f"drop table cdc.{table}", landing=landing, lake=lake)
     assert not folder.exists()
     shutil.move(kept, folder)
-    assert _state_generations(lake) > {GENERATION_BEFORE_ALL}
-
-
-def _state_generations(lake: Path) -> set[str]:
-    """The generations int_key_state's rows hold (one once a run completes)."""
-    return {r["state_generation"] for r in read_mart(lake, "int_key_state")}
 
 
 def _marts(lake: Path, history: list[dict]) -> dict:
     """The marts of :data:`FEEDS` on ``lake`` (``history``: rows of ``cdc.history`` read from
     it), as sorted JSON texts, without what differs between two lakes by wall clock (batch ids,
     generation)."""
-    drop = {"applied_generation", "ingest_batch_id", "transaction_first_batch_id"}
+    drop = {
+        "applied_generation",
+        "history_generation",
+        "ingest_batch_id",
+        "transaction_first_batch_id",
+    }
 
     def kept(row: dict) -> str:
         # Qlik change tables mark no transaction end: the order of a change inside its
@@ -214,7 +183,10 @@ def _marts(lake: Path, history: list[dict]) -> dict:
         "current_state": sorted(
             json.dumps(r, default=str) for r in ours(read_mart(lake, "current_state"))
         ),
-        "history": sorted(json.dumps(r, default=str, sort_keys=True) for r in ours(history)),
+        "history": sorted(
+            json.dumps({k: v for k, v in r.items() if k not in drop}, default=str, sort_keys=True)
+            for r in ours(history)
+        ),
     }
 
 
@@ -279,10 +251,7 @@ def test_runs_killed_at_any_point_and_rerun_build_the_same_marts(tmp_path, two_r
             _killed_run(project, landing, lake, marker)
         _two_runs_at_once(project, landing, lake)
         if k == 0:
-            _leave_two_kills_behind(project, landing, lake, "int_apply_events")
-    # the run that applied last wrote its generation into every row of the state
-    assert len(_state_generations(lake)) == 1
-    assert _state_generations(lake) != {GENERATION_BEFORE_ALL}
+            _leave_a_killed_table_behind(project, landing, lake, "int_apply_events")
     history = query(project, "select * from cdc.history", landing=landing, lake=lake)
     killed = _marts(lake, history)
     # a batch killed before its manifest rows were written is not read: every change comes

@@ -104,21 +104,20 @@ def _table_chains(models: dict[str, dict], node: str, ends: set[str]) -> list[li
     return chains
 
 
-def test_a_change_passes_through_at_most_six_tables_to_current_state_and_history(manifest):
-    # issue 73 asks for four; ADR 0028: change_log's store, the keys the run applies, their
-    # events, their versions, the state (history is a view), and ADR 0038's first step:
-    # current_state, the Delta table merged from the state
+def test_a_change_passes_through_at_most_five_tables_to_current_state_and_history(manifest):
+    # issue 73 asks for four; ADR 0038's step 3: change_log's store, the keys the run applies,
+    # their events, and the two Delta tables merged each run (current_state from history's
+    # current rows)
     models = _models(manifest)
     starts = [k for k, m in models.items() if re.fullmatch(r"stg_\w+__changes", m["name"])]
     assert len(starts) == 5
     chains = [c for s in starts for c in _table_chains(models, s, {"current_state", "history"})]
-    assert chains and max(map(len, chains)) <= 6, max(chains, key=len)
+    assert chains and max(map(len, chains)) <= 5, max(chains, key=len)
     assert max(chains, key=len) == [
         "int_changes_logged",
         "int_apply_keys",
         "int_apply_events",
-        "int_history_versions",
-        "int_key_state",
+        "history",
         "current_state",
     ]
 
@@ -137,13 +136,13 @@ def test_no_staging_model_depends_on_an_intermediate_model(manifest):
 
 
 def test_the_previous_key_state_is_a_declared_source(manifest):
-    # read by the models that plan the apply (ADR 0025), written by int_key_state
+    # read by the models that plan the apply (ADR 0025): the history the previous runs merged
     models = {n["name"]: n for n in _models(manifest).values()}
-    state = "source.cdc_changelog.cdc_state.int_key_state"
+    state = "source.cdc_changelog.cdc_state.history"
     assert state in manifest["sources"]
     readers = sorted(name for name, node in models.items() if state in node["depends_on"]["nodes"])
     assert readers == ["int_apply_events_gathered", "int_apply_keys"]
-    assert manifest["sources"][state]["identifier"] == models["int_key_state"]["alias"]
+    assert manifest["sources"][state]["identifier"] == models["history"]["alias"]
 
 
 #: Calls that read the lake's tables when SQL compiles (``load_relation`` is dbt's wrapper of
@@ -159,9 +158,10 @@ COMPILE_TIME_READS = (
 #: runs is a declared source or ``this``, and a run's plan is not chosen from data.
 REMAINING_COMPILE_TIME_READS = {
     # lake upkeep in on-run-start: orphan table folders of the parquet lake (gone with Delta),
-    # and the key state dropped on a full refresh (a write, not a read)
+    # and history dropped on a full refresh (a write, not a read; the check of an earlier
+    # release's history lists no row)
     "cdc_clear_orphan_table_folders",
-    "cdc_prepare_key_state",
+    "cdc_prepare_history",
     # registers the raw tables (sources), which the rule allows
     "register_raw_tables",
 }

@@ -11,7 +11,6 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from python_udfs.config import CDC_COLUMNS_HEADER, load_project
@@ -33,6 +32,7 @@ from tests.spark_project import (
     cdc,
     cdc_every,
     cli_env,
+    delta_table,
     hostile_kafka_dump,
     make_project,
     query,
@@ -122,10 +122,15 @@ def _land(src: Path, landing: Path, files: list[Path]) -> None:
 
 
 def _snapshot(project, landing, lake) -> dict:
-    """The marts an incremental run and a full refresh must agree on (history via ``cdc sql``),
-    as {mart: {row id: row}}."""
+    """The marts an incremental run and a full refresh must agree on (history via ``cdc sql``,
+    without the generation of the run that wrote each row), as {mart: {row id: row}}."""
     history = cdc(
-        project, "sql", "--json", "select * from cdc.history", landing=landing, lake=lake
+        project,
+        "sql",
+        "--json",
+        "select * except (history_generation) from cdc.history",
+        landing=landing,
+        lake=lake,
     ).stdout.splitlines()
     log = {}
     for row in read_mart(lake, "change_log"):
@@ -1081,49 +1086,35 @@ def test_real_goldengate_trails_through_stage_scaffold_and_run(real_samples_run)
     assert {r["type"] for r in typed} == {"decimal(38,2)"}
 
 
-def test_a_state_of_an_earlier_release_fails_fast_and_a_full_refresh_rebuilds_it(
+def test_a_history_of_an_earlier_release_fails_fast_and_a_full_refresh_rebuilds_it(
     real_samples_run,
 ):
-    """The summary's `versions` are the sum of int_key_state.version_count, one count per key
-    (not `count(*)` of the history view, a window over every version), and the state is
-    partitioned by table (table_key, ADR 0028). A lake whose state an earlier release wrote
-    lacks such a column: the next build stops before the state models with a message that
-    names the fix, and `cdc run -- --full-refresh` rebuilds the state with the same counts.
-    On the real samples' lake, last of its tests (the full refresh leaves the same marts). The
-    earlier state is made with one `cdc sql` of several statements, which stops at the first
-    that fails."""
+    """Since ADR 0038 history is a Delta table each run merges into, and its current rows are
+    the state the next run starts from. A lake an earlier release built has a view there (of
+    its key state): the next build stops before any model with a message that names the fix,
+    and `cdc run -- --full-refresh` rebuilds history as a table with the same figures. On the
+    real samples' lake, last of its tests (the full refresh leaves the same marts)."""
     project, lake, _first, last = real_samples_run
     landing = lake.parent / "landing"
     counted = summary_figures(last.stdout)
     # versions (the oracle's summary test checks them against the history mart's rows)
     assert {"gg_tc", "gg_tr", "samples_ct"} <= set(counted), counted
     assert all(f[5] > 0 for f in counted.values()), counted
-    # the state as the release before ADR 0028 wrote it: the same rows, partitioned by feed
-    # alone, without table_key (one without version_count, older still, fails the same way);
-    # one `cdc sql` runs its statements in order and stops at the first Spark refuses: the
-    # last drop does not run (the failed run below meets the earlier state, not no state)
-    earlier = cdc(
+    cdc(
         project,
         "sql",
-        "create table cdc.int_key_state_earlier using parquet partitioned by (feed) as "
-        "select * except (table_key) from cdc.int_key_state",
-        "drop table cdc.int_key_state",
-        "alter table cdc.int_key_state_earlier rename to cdc.int_key_state",
-        "select * from cdc.no_such_table",
-        "drop table cdc.int_key_state",
+        "drop table cdc.history",
+        "create view cdc.history as select * from cdc.current_state",
         landing=landing,
         lake=lake,
-        check=False,
     )
-    said = [line for line in earlier.stderr.splitlines() if line.startswith("cdc sql: ")]
-    assert earlier.returncode == 1 and len(said) == 1, earlier.stderr[-3000:]
-    assert "no_such_table" in said[0], said
     failed = cdc(project, "run", "--force", landing=landing, lake=lake, check=False)
     assert failed.returncode != 0
-    assert "no table_key column" in failed.stdout, failed.stdout
+    assert "was written by an earlier release" in failed.stdout, failed.stdout
     assert "cdc run -- --full-refresh" in failed.stdout, failed.stdout
     rebuilt = cdc(project, "run", "--", "--full-refresh", landing=landing, lake=lake)
     assert summary_figures(rebuilt.stdout) == counted
+    assert (lake / "warehouse" / "cdc.db" / "history" / "_delta_log").is_dir()
 
 
 def prepare_little_endian(src: Path) -> Contribution:
@@ -1441,21 +1432,23 @@ def test_round_one_self_checks_every_key_without_the_scoping_subquery(two_rounds
 
 
 def test_round_two_self_checks_find_the_keys_round_two_touched_when_they_run(two_rounds):
-    """issue 45: the self-checks of round 2 are scoped to the keys it touched (the newest
-    history_generation partition of int_history_versions), found by a subquery when the test
-    runs: the test's SQL holds no generation, as nothing is read when it compiles. The scope is
-    neither empty nor the whole history: round 2 touched some of round 1's keys."""
+    """issue 45: the self-checks of round 2 are scoped to the keys it touched (history's rows
+    of the newest history_generation: every run writes the current version of each key it
+    applies), found by a subquery when the test runs: the test's SQL holds no generation, as
+    nothing is read when it compiles. The scope is neither empty nor the whole history: round 2
+    touched some of round 1's keys."""
     (compiled,) = (two_rounds.project / "target" / "run").rglob(
         "history_replays_to_current_state.sql"
     )
     sql = compiled.read_text(encoding="utf-8")
-    assert "(select max(history_generation) from cdc.int_history_versions)" in sql
+    assert "(select max(history_generation) from cdc.history)" in sql
     assert not re.search(r"\d{8}T\d{12}", sql)
-    versions = two_rounds.lake / "warehouse" / "cdc.db" / "int_history_versions"
-    keys = {
-        folder.name: set(pq.read_table(folder, columns=["key_id"]).column("key_id").to_pylist())
-        for folder in versions.glob("history_generation=*")
-    }
+    rows = delta_table(two_rounds.lake, "history").to_pyarrow_table(
+        columns=["key_id", "history_generation"]
+    )
+    keys: dict[str, set[str]] = {}
+    for row in rows.to_pylist():
+        keys.setdefault(row["history_generation"], set()).add(row["key_id"])
     touched = keys[max(keys)]
     assert len(keys) >= 2 and touched
     assert set().union(*keys.values()) - touched

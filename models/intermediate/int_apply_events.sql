@@ -5,8 +5,8 @@
     apply to it. A key's events are numbered in change order (seq); its
     current version, a SET (INSERT, LOAD, the new key of a key change) or a REMOVE (DELETE, the
     old key of a key change, a table reset) starts a segment, an UPDATE (OVERLAY) continues it.
-    Partitioned by is_key_change, so that int_history_versions reads the key changes' events
-    alone cheaply, and bucketed by key_id (var cdc_apply_buckets), so that int_history_versions
+    Partitioned by is_key_change, so that int_key_change_rows reads the key changes' events
+    alone cheaply, and bucketed by key_id (var cdc_apply_buckets), so that int_event_rows
     reads each key's events from one bucket and its windows shuffle nothing.
 -#}
 
@@ -101,8 +101,6 @@ final as (
         live.is_live,
         classified.is_rebuilt,
         classified.previous_last_event_order,
-        classified.previous_rebuilt_generation,
-        classified.previous_version_count,
         live.source_key_id is not null or (live.kind = 'REMOVE' and live.operation = 'UPDATE') as is_key_change
     -- every event's key is in int_apply_keys: its keys are the new events', and the resets'
     -- events are taken from it

@@ -1,9 +1,10 @@
 {#-
-    The keys this run applies (DESIGN.md §6, ADR 0030): keys with changes since the watermark
-    (of the source cdc_state.int_key_state), and the known keys of a table with a new reset. A
-    key is rebuilt (all its changes again) when a new event sorts before the last event applied
-    to it (a late position, TRUNCATE or full load), and so is every key a chain of key changes
-    links to it (int_linked_keys, ADR 0026); else its new events continue its current version.
+    The keys this run applies (DESIGN.md §6, ADR 0030, ADR 0038): keys with changes since the
+    watermark (the last run that merged history, source cdc_state.history), and the known keys
+    of a table with a new reset. A key is rebuilt (all its changes again) when a new event sorts
+    before the last event applied to it (a late position, TRUNCATE or full load), and so is
+    every key a chain of key changes links to it (int_linked_keys, ADR 0026); else its new
+    events continue its current version.
 -#}
 
 {{ config(materialized='table') }}
@@ -21,8 +22,16 @@ new_resets as (
 ),
 
 previous_state as (
-    -- the key state the previous run wrote (empty on a full refresh: cdc_prepare_key_state)
-    select * from {{ source('cdc_state', 'int_key_state') }}
+    -- each key's current version as the previous runs left history (empty on a first run or a
+    -- full refresh: cdc_prepare_history), with the order of the last event applied to it
+    select
+        *,
+        named_struct(
+            'opened_order', opened_order, 'opened_at', valid_from, 'operation', opened_by_operation,
+            'row', row, 'is_deleted', is_deleted
+        ) as current_version
+    from {{ source('cdc_state', 'history') }}
+    where is_current
 ),
 
 linked_keys as (
@@ -67,8 +76,6 @@ previous_flagged as (
         previous_state.key_id,
         previous_state.current_version,
         previous_state.last_event_order,
-        previous_state.rebuilt_generation,
-        previous_state.version_count,
         key_first_new_events.key_id is not null or table_first_new_resets.feed is not null as is_touched,
         coalesce(key_first_new_events.first_event_order <= previous_state.last_event_order, false)
         or coalesce(table_first_new_resets.first_new_reset_order <= previous_state.last_event_order, false)
@@ -99,8 +106,6 @@ first_classified as (
         coalesce(previous_touched.key_id, key_first_new_events.key_id) as key_id,
         previous_touched.current_version,
         previous_touched.last_event_order as previous_last_event_order,
-        previous_touched.rebuilt_generation as previous_rebuilt_generation,
-        previous_touched.version_count as previous_version_count,
         coalesce(previous_touched.is_rebuilt, false) as is_rebuilt
     from key_first_new_events
     full outer join previous_touched
@@ -119,17 +124,10 @@ reached_keys as (
 
 reached_untouched as (
     -- the linked keys with no new event and no new reset, from the state (a rebuilt key's
-    -- previous figures are not read: int_apply_events, int_history_versions)
+    -- previous figures are not read: int_apply_events, int_key_versions)
     select /*+ broadcast(reached_keys) */
-        previous_flagged.feed,
-        previous_flagged.source_schema,
-        previous_flagged.source_table,
-        previous_flagged.primary_key,
-        previous_flagged.key_id,
-        previous_flagged.current_version,
+        previous_flagged.* except (last_event_order, is_touched, is_rebuilt),
         previous_flagged.last_event_order as previous_last_event_order,
-        previous_flagged.rebuilt_generation as previous_rebuilt_generation,
-        previous_flagged.version_count as previous_version_count,
         true as is_rebuilt
     from previous_flagged
     left semi join reached_keys on previous_flagged.key_id = reached_keys.key_id

@@ -1,15 +1,15 @@
 {#-
     One row per live key of every catalog table (long form): the current version of each key
-    that is not deleted (DESIGN.md §5, §6), from int_key_state. The row is the map of column to
-    canonical text built by applying the change log in change order: INSERT and LOAD set the
-    row, UPDATE overlays the columns its after image carries, a key change moves the row to the
+    that is not deleted (DESIGN.md §5, §6), from the current rows of history. The row is the
+    map of column to canonical text built by applying the change log in change order: INSERT
+    and LOAD set the row, UPDATE overlays the columns its after image carries, a key change moves the row to the
     new key, DELETE removes it, TRUNCATE and full loads remove every earlier row of the table.
 
     A Delta table (ADR 0038) that each run updates by one MERGE: the live keys whose current
     version differs from the table's are updated or inserted, the keys no longer live are
     deleted, and every other row stays as it is, so the table's Change Data Feed holds what
-    the run changed. What differs is read from the table itself ({{ this }}), so a run killed
-    before its MERGE is merged by the next one. Partitioned by feed and table_key: a typed
+    the run changed. What differs is read from history and the table itself ({{ this }}), so a
+    run killed after history's MERGE and before this one is merged by the next run. Partitioned by feed and table_key: a typed
     per-table view reads its own table's files only.
 -#}
 
@@ -25,25 +25,25 @@
 
 with
 
-key_state as (
-    select * from {{ ref('int_key_state') }}
+current_versions as (
+    select * from {{ ref('history') }}
+    where is_current and not is_deleted
 ),
 
 live_keys as (
     select
-        to_json(array(key_state.feed, key_state.source_schema, key_state.source_table, key_state.primary_key)) as current_state_id,
-        key_state.feed,
-        key_state.source_schema,
-        key_state.source_table,
-        key_state.primary_key,
-        key_state.key_id,
-        current_version.row,
-        current_version.operation as last_operation,
-        current_version.opened_order.change_position as last_change_position,
-        current_version.opened_at as last_committed_at,
-        key_state.table_key
-    from key_state
-    where not current_version.is_deleted
+        to_json(array(feed, source_schema, source_table, primary_key)) as current_state_id,
+        feed,
+        source_schema,
+        source_table,
+        primary_key,
+        key_id,
+        row,
+        opened_by_operation as last_operation,
+        valid_from_position as last_change_position,
+        valid_from as last_committed_at,
+        table_key
+    from current_versions
 ),
 
 {% if is_incremental() %}

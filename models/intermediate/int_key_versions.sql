@@ -1,26 +1,16 @@
 {#-
-    The row versions this run computes, as partition history_generation = this run's
-    generation (DESIGN.md §6, ADR 0030), from the events of the keys it applies
-    (int_apply_events: the fast path continues a key from its current version, a rebuild
-    recomputes all its versions; the history mart then ignores the key's rows of older
-    generations).
+    The versions this run computes for the keys it applies (DESIGN.md §6, ADR 0030, ADR 0038),
+    one row per version in the history mart's columns, from the events of int_apply_events: on
+    the fast path the key's current version (written again, now closed if a new version
+    follows) and its new versions; for a rebuilt key every version it has. The history mart
+    merges them; the current row of each key also carries the order of the last event applied
+    to it (last_event_order), which the next run reads back as its state.
 
     Set-based: from the row after each event (int_event_rows), a version opens where the row
     of a key changes, every window over one key's events in change order (seq).
-
-    A run killed before int_key_state is written leaves the watermark where it was, so the next
-    run computes these keys again (and more) in its own generation; the history mart keeps the
-    newest generation of each version.
 -#}
 
-{{ config(
-    materialized='incremental',
-    incremental_strategy='insert_overwrite',
-    on_schema_change='fail',
-    partition_by=['history_generation'],
-) }}
-
-{%- set generation = cdc_generation() %}
+{{ config(materialized='ephemeral') }}
 
 with
 
@@ -90,9 +80,7 @@ versions as (
         end as version,
         last_new_event_order,
         is_rebuilt,
-        previous_last_event_order,
-        previous_rebuilt_generation,
-        previous_version_count
+        previous_last_event_order
     from opened
     where opens_version
 ),
@@ -100,9 +88,7 @@ versions as (
 closed as (
     select
         *,
-        lead(version) over (partition by key_id order by seq) as next_version,
-        -- the versions this run wrote for the key
-        count(*) over (partition by key_id) as written_version_count
+        lead(version) over (partition by key_id order by seq) as next_version
     from versions
 ),
 
@@ -113,35 +99,29 @@ final as (
             closed.version.opened_order.change_position, closed.version.opened_order.source_file,
             lpad(cast(closed.version.opened_order.record_index as string), 12, '0')
         )) as version_id,
+        closed.feed,
         closed.source_schema,
         closed.source_table,
         closed.primary_key,
         closed.key_id,
-        closed.version,
+        closed.version.row,
+        closed.version.operation as opened_by_operation,
         closed.version.opened_order.change_position as valid_from_position,
         closed.version.opened_at as valid_from,
+        closed.next_version.operation as closed_by_operation,
         closed.next_version.opened_order.change_position as valid_to_position,
         closed.next_version.opened_at as valid_to,
-        closed.next_version.operation as closed_by_operation,
         closed.next_version is null as is_current,
-        -- the key's versions in the history mart: a key continued on the fast path wrote its
-        -- current version again (the same version_id, once in the mart) and its new versions;
-        -- a rebuilt or new key wrote all of its versions
-        case
-            when closed.is_rebuilt or closed.previous_version_count is null then closed.written_version_count
-            else closed.previous_version_count + closed.written_version_count - 1
-        end as version_count,
-        closed.is_rebuilt,
-        case
-            when closed.is_rebuilt or closed.previous_rebuilt_generation is null then '{{ generation }}'
-            else closed.previous_rebuilt_generation
-        end as rebuilt_generation,
-        greatest(
+        closed.version.is_deleted,
+        closed.version.opened_order,
+        -- on the current version only: the key's last event applied (a new one, or on the
+        -- fast path the one the previous run applied last, when every new event sorts after)
+        case when closed.next_version is null then greatest(
             case when not closed.is_rebuilt then closed.previous_last_event_order end,
             closed.last_new_event_order
-        ) as last_event_order,
-        closed.feed,
-        '{{ generation }}' as history_generation
+        ) end as last_event_order,
+        '{{ cdc_generation() }}' as history_generation,
+        {{ cdc_table_key_sql('closed.feed', 'closed.source_schema', 'closed.source_table') }} as table_key
     from closed
 )
 
