@@ -13,6 +13,8 @@
     (source cdc_state.history); its newest history_generation is the watermark.
 -#}
 
+-- depends_on: {{ ref('int_apply_events') }}
+
 {{ config(
     materialized='incremental',
     incremental_strategy='merge',
@@ -29,12 +31,12 @@ key_versions as (
     select * from {{ ref('int_key_versions') }}
 ),
 
+{% if is_incremental() %}
 rebuilt_keys as (
     select distinct key_id from {{ ref('int_apply_events') }}
     where is_rebuilt
 ),
 
-{% if is_incremental() %}
 merged as (
     -- the table's rows of the keys this run applies
     select merged.*
