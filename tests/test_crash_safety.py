@@ -57,11 +57,11 @@ STAGING = "decoding "
 COMMITTING = "committing batch "
 #: After int_apply_keys is written, before the events of the keys it applies.
 BEFORE_APPLY_EVENTS = "START sql table model cdc.int_apply_events"
-#: After the events, before history's MERGE (ADR 0038): nothing of the apply is committed, and
-#: the watermark (history's newest generation) has not moved, so the next run applies it all.
+#: After current_state's MERGE, before history's (ADR 0038): the watermark (history's newest
+#: generation) has not moved, so the next run applies the same keys again, and current_state's
+#: comparison with itself makes its second MERGE write nothing it already holds.
 BEFORE_HISTORY = "START sql incremental model cdc.history"
-#: After history's MERGE, before current_state's: the next run merges what this one left
-#: unmerged (current_state reads what differs between history's current rows and itself).
+#: After the events, before current_state's MERGE: nothing of the apply is committed.
 BEFORE_CURRENT_STATE = "START sql incremental model cdc.current_state"
 BEFORE_STAGED_BATCHES = "START sql incremental model cdc.int_staged_batches"
 #: Per landing round, the kill points of its runs; a last run completes the round. The second

@@ -1,16 +1,19 @@
 {#-
     One row per live key of every catalog table (long form): the current version of each key
-    that is not deleted (DESIGN.md §5, §6), from the current rows of history. The row is the
-    map of column to canonical text built by applying the change log in change order: INSERT
-    and LOAD set the row, UPDATE overlays the columns its after image carries, a key change moves the row to the
-    new key, DELETE removes it, TRUNCATE and full loads remove every earlier row of the table.
+    that is not deleted (DESIGN.md §5, §6). The row is the map of column to canonical text
+    built by applying the change log in change order: INSERT and LOAD set the row, UPDATE
+    overlays the columns its after image carries, a key change moves the row to the new key,
+    DELETE removes it, TRUNCATE and full loads remove every earlier row of the table.
 
-    A Delta table (ADR 0038) that each run updates by one MERGE: the live keys whose current
-    version differs from the table's are updated or inserted, the keys no longer live are
-    deleted, and every other row stays as it is, so the table's Change Data Feed holds what
-    the run changed. What differs is read from history and the table itself ({{ this }}), so a
-    run killed after history's MERGE and before this one is merged by the next run. Partitioned by feed and table_key: a typed
-    per-table view reads its own table's files only.
+    A Delta table (ADR 0038) that each run updates by one MERGE, from the current versions it
+    computed for the keys it applies (int_key_versions, the versions history merges too): an
+    applied key that is live and differs from the table's row is updated or inserted, an
+    applied key no longer live is deleted, and every other row stays as it is, so the table's
+    Change Data Feed holds what the run changed. It merges before history (whose current rows
+    are the state and the watermark): a run killed between the two applies the same keys
+    again, and the comparison with the table makes that a no-op. Built whole (a first run, a
+    full refresh, a lost table), it takes the other keys' current rows from the state.
+    Partitioned by feed and table_key: a typed per-table view reads its own table's files.
 -#}
 
 {{ config(
@@ -25,9 +28,10 @@
 
 with
 
-current_versions as (
-    select * from {{ ref('history') }}
-    where is_current and not is_deleted
+applied_versions as (
+    -- the current version of every key this run applies (live or deleted)
+    select * from {{ ref('int_key_versions') }}
+    where is_current
 ),
 
 live_keys as (
@@ -43,12 +47,16 @@ live_keys as (
         valid_from_position as last_change_position,
         valid_from as last_committed_at,
         table_key
-    from current_versions
+    from applied_versions
+    where not is_deleted
 ),
 
 {% if is_incremental() %}
 merged as (
-    select * from {{ this }}
+    -- the table's rows of the keys this run applies
+    select merged.*
+    from {{ this }} as merged
+    left semi join applied_versions on merged.key_id = applied_versions.key_id
 ),
 
 changed_keys as (
@@ -69,7 +77,8 @@ changed_keys as (
 ),
 
 removed_keys as (
-    -- keys the table holds that are no longer live (deleted, truncated, moved by a key change)
+    -- applied keys the table holds that are no longer live (deleted, truncated, moved by a
+    -- key change)
     select
         merged.*,
         true as cdc_is_removed
@@ -83,8 +92,31 @@ final as (
     select * from removed_keys
 )
 {% else %}
+    state_keys as (
+        -- the live current rows of the keys this run does not apply (none on a first run or a
+        -- full refresh, which start history empty: cdc_prepare_history)
+        select
+            to_json(array(state.feed, state.source_schema, state.source_table, state.primary_key))
+                as current_state_id,
+            state.feed,
+            state.source_schema,
+            state.source_table,
+            state.primary_key,
+            state.key_id,
+            state.row,
+            state.opened_by_operation as last_operation,
+            state.valid_from_position as last_change_position,
+            state.valid_from as last_committed_at,
+            state.table_key
+        from {{ source('cdc_state', 'history') }} as state
+        left anti join applied_versions on state.key_id = applied_versions.key_id
+        where state.is_current and not state.is_deleted
+    ),
+
     final as (
         select * from live_keys
+        union all
+        select * from state_keys
     )
 {% endif %}
 

@@ -10,10 +10,13 @@
     (its last_event_order and history_generation move on), and a rebuilt key's versions that
     the rebuild no longer opens are deleted. Every other row stays, so the table's Change Data
     Feed holds what the run changed. The next run reads the current rows back as its state
-    (source cdc_state.history); its newest history_generation is the watermark.
+    (source cdc_state.history); its newest history_generation is the watermark. It merges
+    after current_state (an ordering, read nothing from it), so the state moves last: a run
+    killed between the two MERGEs leaves the watermark where it was.
 -#}
 
 -- depends_on: {{ ref('int_apply_events') }}
+-- depends_on: {{ ref('current_state') }}
 
 {{ config(
     materialized='incremental',
