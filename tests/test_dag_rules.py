@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -247,3 +248,39 @@ def test_benchmark_figures_live_in_decision_records_not_in_models_or_macros():
         if FIGURE.search(line)
     ]
     assert found == []
+
+
+def _folder_materialization(path: Path) -> str:
+    """The materialization dbt_project.yml gives the models of ``path``'s folder: the deepest
+    ``+materialized`` on the way from the project down to it (dbt's default, view, if none)."""
+    import yaml
+
+    config = yaml.safe_load((REPO / "dbt_project.yml").read_text(encoding="utf-8"))
+    level = config["models"]["cdc_changelog"]
+    materialized = level.get("+materialized", "view")
+    for folder in path.parent.parts[1:]:
+        level = level.get(folder) or {}
+        materialized = level.get("+materialized", materialized)
+    return materialized
+
+
+def test_a_model_sets_its_materialization_only_where_it_differs_from_its_folder(manifest):
+    # issue 73: dbt_project.yml's defaults are what the models are
+    same = sorted(
+        node["original_file_path"]
+        for node in _models(manifest).values()
+        if re.search(r"materialized\s*=", node["raw_code"])
+        and node["config"]["materialized"]
+        == _folder_materialization(Path(node["original_file_path"]))
+    )
+    assert same == []
+    # and each folder's default is its models' commonest materialization (a tie allowed)
+    models = list(_models(manifest).values())
+    for folder in {Path(n["original_file_path"]).parent for n in models}:
+        counts = Counter(
+            n["config"]["materialized"]
+            for n in models
+            if Path(n["original_file_path"]).parent == folder
+        )
+        default = _folder_materialization(folder / "model.sql")
+        assert counts[default] == max(counts.values()), (folder, default, counts)

@@ -7,8 +7,6 @@
     row is left out (cdc_logged_without_key).
 -#}
 
-{{ config(materialized='view') }}
-
 with
 
 logged_changes as (

@@ -3,6 +3,8 @@
     `cdc restage` that decoded its range again (null while the reject is open).
 -#}
 
+{{ config(materialized='table') }}
+
 with
 
 rejects as (

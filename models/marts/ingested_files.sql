@@ -1,5 +1,7 @@
 {#- The ingest manifest: what was read from each landing file, and when. -#}
 
+{{ config(materialized='table') }}
+
 with
 
 ingested_files as (

@@ -4,6 +4,4 @@
     reads (issue 45: no int model reads a mart).
 -#}
 
-{{ config(materialized='view') }}
-
 select * from {{ ref('int_changes_pending') }}

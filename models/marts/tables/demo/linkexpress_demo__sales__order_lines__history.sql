@@ -1,2 +1,2 @@
-{{ config(materialized='view', enabled=var('cdc_demo', false)) }}
+{{ config(enabled=var('cdc_demo', false)) }}
 {{ cdc_typed_history("linkexpress_demo", "SALES", "ORDER_LINES") }}

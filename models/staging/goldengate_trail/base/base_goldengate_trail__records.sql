@@ -8,7 +8,7 @@
     before image (B record) that precedes its UPDATE.
 -#}
 
-{{ config(materialized='ephemeral', enabled=cdc_format_enabled('goldengate_trail')) }}
+{{ config(enabled=cdc_format_enabled('goldengate_trail')) }}
 
 with
 

@@ -8,7 +8,7 @@
     modification time (UTC). record_position = the file's sort name + 12-digit record index.
 -#}
 
-{{ config(materialized='ephemeral', enabled=cdc_format_enabled('linkexpress_extract')) }}
+{{ config(enabled=cdc_format_enabled('linkexpress_extract')) }}
 
 with
 

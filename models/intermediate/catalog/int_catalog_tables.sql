@@ -11,8 +11,6 @@
     run: every reader of change_log and of the apply reads it.
 -#}
 
-{{ config(materialized='table') }}
-
 with
 
 seed_columns as (

@@ -7,8 +7,6 @@
     none shuffles, and one sort serves them all.
 -#}
 
-{{ config(materialized='ephemeral') }}
-
 with
 
 apply_events as (

@@ -5,8 +5,6 @@
     no table for it; the lineage still shows it.
 -#}
 
-{{ config(materialized='ephemeral') }}
-
 {%- set rows = cdc_working_set() %}
 
 with

@@ -6,8 +6,6 @@
     int_apply_events and the old keys' segments: a few rows, none without a key change.
 -#}
 
-{{ config(materialized='ephemeral') }}
-
 with recursive
 
 apply_events as (

@@ -10,8 +10,6 @@
     of a key changes, every window over one key's events in change order (seq).
 -#}
 
-{{ config(materialized='ephemeral') }}
-
 with
 
 event_rows as (

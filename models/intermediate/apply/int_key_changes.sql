@@ -5,8 +5,6 @@
     int_linked_keys finds the keys a chain of key changes links without scanning the log.
 -#}
 
-{{ config(materialized='ephemeral') }}
-
 with
 
 logged_changes as (

@@ -5,8 +5,6 @@
     key change. int_apply_keys rebuilds the keys linked to a rebuilt key.
 -#}
 
-{{ config(materialized='ephemeral') }}
-
 with recursive
 
 key_change_edges as (

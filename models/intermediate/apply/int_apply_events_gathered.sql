@@ -5,8 +5,6 @@
     key all of its changes in change_log; and the table resets that apply to it.
 -#}
 
-{{ config(materialized='ephemeral') }}
-
 with
 
 logged_changes as (
