@@ -57,6 +57,6 @@
         )
         using delta
         partitioned by (feed, table_key)
-        tblproperties ('delta.enableChangeDataFeed' = 'true')
+        tblproperties ('delta.enableChangeDataFeed' = 'true', 'delta.enableDeletionVectors' = 'true')
     {%- endif -%}
 {% endmacro %}

@@ -239,7 +239,7 @@ def read_mart(lake: Path, table: str, schema: str = "cdc") -> list[dict]:
     """
     path = lake / "warehouse" / f"{schema}.db" / VIEW_TABLES.get(table, table)
     if (path / "_delta_log").is_dir():
-        rows = delta_table(lake, path.name, schema).to_pyarrow_table().to_pylist()
+        rows = delta_rows(lake, path.name, schema).to_pylist()
         for row in rows:
             row.pop("history_generation", None)
         return _with_dicts(rows)
@@ -274,6 +274,17 @@ def delta_table(lake: Path, table: str, schema: str = "cdc"):
     from deltalake import DeltaTable
 
     return DeltaTable(str(lake / "warehouse" / f"{schema}.db" / table))
+
+
+def delta_rows(lake: Path, table: str, schema: str = "cdc", columns: str = "*") -> pa.Table:
+    """The rows of the Delta table ``schema.table`` at its last committed version, read by path
+    with delta-rs's SQL engine (``deltalake.QueryBuilder``): it applies the deletion vectors a
+    MERGE writes (ADR 0038), which ``DeltaTable.to_pyarrow_table`` refuses (delta-rs 1.6).
+    ``columns``: a SQL select list."""
+    from deltalake import QueryBuilder
+
+    query = QueryBuilder().register("t", delta_table(lake, table, schema))
+    return pa.table(query.execute(f"select {columns} from t").read_all())
 
 
 def _with_dicts(rows: list[dict]) -> list[dict]:

@@ -95,7 +95,10 @@ def test_the_change_feed_of_current_state_holds_what_round_two_changed_and_nothi
     after round 1 and after round 2: each inserted, updated and deleted key, with its rows. No
     update's post-image equals its pre-image (the MERGE writes only the keys that changed)."""
     table = delta_table(two_rounds.lake, "current_state")
-    assert table.metadata().configuration.get("delta.enableChangeDataFeed") == "true"
+    configuration = table.metadata().configuration
+    assert configuration.get("delta.enableChangeDataFeed") == "true"
+    # a MERGE marks the rows it replaces in deletion vectors instead of rewriting their files
+    assert configuration.get("delta.enableDeletionVectors") == "true"
     before = {r["current_state_id"]: r for r in two_rounds.after_round1["current_state"]}
     after = {r["current_state_id"]: r for r in read_mart(two_rounds.lake, "current_state")}
     changes = table.load_cdf(starting_version=two_rounds.current_state_version + 1)

@@ -32,7 +32,7 @@ from tests.spark_project import (
     cdc,
     cdc_every,
     cli_env,
-    delta_table,
+    delta_rows,
     hostile_kafka_dump,
     make_project,
     query,
@@ -1443,9 +1443,7 @@ def test_round_two_self_checks_find_the_keys_round_two_touched_when_they_run(two
     sql = compiled.read_text(encoding="utf-8")
     assert "(select max(history_generation) from cdc.history)" in sql
     assert not re.search(r"\d{8}T\d{12}", sql)
-    rows = delta_table(two_rounds.lake, "history").to_pyarrow_table(
-        columns=["key_id", "history_generation"]
-    )
+    rows = delta_rows(two_rounds.lake, "history", columns="key_id, history_generation")
     keys: dict[str, set[str]] = {}
     for row in rows.to_pylist():
         keys.setdefault(row["history_generation"], set()).add(row["key_id"])

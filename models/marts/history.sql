@@ -25,7 +25,7 @@
     unique_key='version_id',
     cdc_delete_column='cdc_is_removed',
     partition_by=['feed', 'table_key'],
-    tblproperties={'delta.enableChangeDataFeed': 'true'},
+    tblproperties={'delta.enableChangeDataFeed': 'true', 'delta.enableDeletionVectors': 'true'},
 ) }}
 
 with
