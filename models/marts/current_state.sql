@@ -34,6 +34,21 @@ applied_versions as (
     where is_current
 ),
 
+current_versions as (
+    select * from applied_versions
+    where not is_deleted
+    {% if not is_incremental() %}
+        union all
+        -- built whole: the live current rows of the keys this run does not apply (none on a
+        -- first run or a full refresh, which start history empty: cdc_prepare_history), in
+        -- the same columns (history's)
+        select state.*
+        from {{ source('cdc_state', 'history') }} as state
+        left anti join applied_versions on state.key_id = applied_versions.key_id
+        where state.is_current and not state.is_deleted
+    {% endif %}
+),
+
 live_keys as (
     select
         to_json(array(feed, source_schema, source_table, primary_key)) as current_state_id,
@@ -47,8 +62,7 @@ live_keys as (
         valid_from_position as last_change_position,
         valid_from as last_committed_at,
         table_key
-    from applied_versions
-    where not is_deleted
+    from current_versions
 ),
 
 {% if is_incremental() %}
@@ -92,31 +106,8 @@ final as (
     select * from removed_keys
 )
 {% else %}
-    state_keys as (
-        -- the live current rows of the keys this run does not apply (none on a first run or a
-        -- full refresh, which start history empty: cdc_prepare_history)
-        select
-            to_json(array(state.feed, state.source_schema, state.source_table, state.primary_key))
-                as current_state_id,
-            state.feed,
-            state.source_schema,
-            state.source_table,
-            state.primary_key,
-            state.key_id,
-            state.row,
-            state.opened_by_operation as last_operation,
-            state.valid_from_position as last_change_position,
-            state.valid_from as last_committed_at,
-            state.table_key
-        from {{ source('cdc_state', 'history') }} as state
-        left anti join applied_versions on state.key_id = applied_versions.key_id
-        where state.is_current and not state.is_deleted
-    ),
-
     final as (
         select * from live_keys
-        union all
-        select * from state_keys
     )
 {% endif %}
 
