@@ -1,11 +1,19 @@
 {% macro cdc_new_batches_predicate(prefix='') %}
     {#-
-        SQL predicate on ingest_batch_id: the batch was committed after the run before the last
-        one started (batch ids and generations are both UTC start times, YYYYMMDDTHHMMSSffffff),
-        so every batch the last run staged, and any staged since, is in scope. 'true' when tests
-        check all history or change_log's store int_changes_logged has fewer than two generations.
+        SQL predicate on ingest_batch_id: the batch is one this run's working set reads as new
+        (cdc_new_batches, literals: nothing is read). 'true' when tests check all history (the
+        working set reads every batch, or var cdc_test_scope is 'all').
     -#}
-    {{ return(cdc_scope_predicate(
-        'int_changes_logged', 'applied_generation', prefix ~ 'ingest_batch_id > {generation}', generation_index=-2, when_missing='true'
-    )) }}
+    {%- if cdc_tests_check_all_history() -%}
+        {{ return('true') }}
+    {%- endif -%}
+    {%- set batches = cdc_new_batches() -%}
+    {%- if batches | length == 0 -%}
+        {{ return('false') }}
+    {%- endif -%}
+    {%- set quoted = [] -%}
+    {%- for batch in batches -%}
+        {%- do quoted.append("'" ~ batch ~ "'") -%}
+    {%- endfor -%}
+    {{ return(prefix ~ 'ingest_batch_id in (' ~ quoted | join(', ') ~ ')') }}
 {% endmacro %}

@@ -1,10 +1,13 @@
-{% macro cdc_new_changes_predicate(prefix='') %}
+{% macro cdc_new_changes_predicate(relation, prefix='') %}
     {#-
-        SQL predicate on change_id: the change was appended to change_log (its store int_changes_logged) by the last run that
-        appended any (its newest applied_generation partition). 'true' when tests check all
-        history; 'false' before any change was applied.
+        SQL predicate on change_id: the change was logged by this invocation (a row of
+        `relation`, the change log or its store, with its applied_generation). Every generation
+        of `relation` is checked against those ids, so a scoped `unique` test is exact for the
+        new changes. 'true' when tests check all history.
     -#}
-    {{ return(cdc_scope_predicate('int_changes_logged', 'applied_generation',
-        prefix ~ "change_id in (select new_changes.change_id from {relation} as new_changes"
-        ~ ' where new_changes.applied_generation = {generation})')) }}
+    {%- if cdc_tests_check_all_history() -%}
+        {{ return('true') }}
+    {%- endif -%}
+    {{ return(prefix ~ 'change_id in (select new_changes.change_id from ' ~ relation
+        ~ " as new_changes where new_changes.applied_generation = '" ~ cdc_generation() ~ "')") }}
 {% endmacro %}

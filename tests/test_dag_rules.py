@@ -206,6 +206,28 @@ def test_no_new_model_macro_or_data_test_reads_tables_when_it_compiles(manifest)
     assert REMAINING_COMPILE_TIME_READS - readers == set()
 
 
+def test_no_macro_builds_a_model_relation_behind_ref(manifest):
+    # issue 73: a model or test reads another model only through ref() (so dbt orders it and
+    # the lineage shows it), never through a relation made from the graph's schema and alias
+    # (the former cdc_model_relation, which the scoped tests used). The on-run-start upkeep
+    # hooks write, they read no model.
+    builders = {
+        macro["name"]
+        for macro in manifest["macros"].values()
+        if macro["package_name"] == "cdc_changelog"
+        and "graph.nodes" in macro["macro_sql"]
+        and ("api.Relation.create" in macro["macro_sql"] or ".schema" in macro["macro_sql"])
+    }
+    assert builders <= {"cdc_clear_orphan_table_folders", "cdc_prepare_history"}
+    # the scoped test predicates read only the relation they are given
+    scoped = [m for m in manifest["macros"].values() if m["name"].endswith("_predicate")]
+    assert scoped and all("graph" not in m["macro_sql"] for m in scoped)
+    # and a singular test scoped to the touched keys refs the history it reads
+    for node in manifest["nodes"].values():
+        if node["resource_type"] == "test" and "cdc_touched_keys_predicate" in node["raw_code"]:
+            assert "model.cdc_changelog.history" in node["depends_on"]["nodes"], node["name"]
+
+
 #: Issue 45, item 4: each model is a CTE chain an analytics engineer reads in one sitting.
 MAX_MODEL_LINES = 150
 

@@ -18,7 +18,7 @@ change_log as (
 
 current_state as (
     select * from {{ ref('current_state') }}
-    where {{ cdc_touched_keys_predicate() }}
+    where {{ cdc_touched_keys_predicate(ref('history')) }}
 ),
 
 table_resets as (
@@ -74,7 +74,7 @@ last_events as (
         max_by(ends_row, event_order) as last_ends_row,
         max(event_order) as last_order
     from key_events
-    where {{ cdc_touched_keys_predicate() }}
+    where {{ cdc_touched_keys_predicate(ref('history')) }}
     group by key_id, feed, source_schema, source_table, primary_key
 ),
 

@@ -19,7 +19,7 @@ current_versions as (
         key_id,
         to_json(array_sort(map_entries(row))) as row_text
     from {{ ref('history') }}
-    where is_current and not is_deleted and {{ cdc_touched_keys_predicate() }}
+    where is_current and not is_deleted and {{ cdc_touched_keys_predicate(ref('history')) }}
 ),
 
 current_rows as (
@@ -31,7 +31,7 @@ current_rows as (
         key_id,
         to_json(array_sort(map_entries(row))) as row_text
     from {{ ref('current_state') }}
-    where {{ cdc_touched_keys_predicate() }}
+    where {{ cdc_touched_keys_predicate(ref('history')) }}
 ),
 
 differences as (

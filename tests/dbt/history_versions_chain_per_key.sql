@@ -14,7 +14,7 @@ with
 
 history as (
     select * from {{ ref('history') }}
-    where {{ cdc_touched_keys_predicate() }}
+    where {{ cdc_touched_keys_predicate(ref('history')) }}
 ),
 
 ordered as (
