@@ -19,7 +19,6 @@
 {{ config(
     materialized='incremental',
     incremental_strategy='merge',
-    file_format='delta',
     unique_key='current_state_id',
     cdc_delete_column='cdc_is_removed',
     partition_by=['feed', 'table_key'],

@@ -6,15 +6,13 @@
     current version, a SET (INSERT, LOAD, the new key of a key change) or a REMOVE (DELETE, the
     old key of a key change, a table reset) starts a segment, an UPDATE (OVERLAY) continues it.
     Partitioned by is_key_change, so that int_key_change_rows reads the key changes' events
-    alone cheaply, and bucketed by key_id (var cdc_apply_buckets), so that int_event_rows
-    reads each key's events from one bucket and its windows shuffle nothing.
+    alone cheaply. A Delta table, which has no buckets (ADR 0038): int_event_rows' windows
+    shuffle the run's events by key.
 -#}
 
 {{ config(
     materialized='table',
     partition_by=['is_key_change'],
-    clustered_by=['key_id'],
-    buckets=var('cdc_apply_buckets'),
 ) }}
 
 with
