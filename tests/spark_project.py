@@ -227,7 +227,7 @@ VIEW_TABLES = {"change_log": "int_changes_logged", "pending_changes": "int_chang
 def read_mart(lake: Path, table: str, schema: str = "cdc") -> list[dict]:
     """Read a built mart straight from its files in the warehouse, as a second process would.
 
-    A Delta table (a folder with ``_delta_log``, ADR 0038: ``current_state``, ``history``) is
+    A Delta table (a folder with ``_delta_log``: every model table since ADR 0038 step 4b) is
     read at its last committed version with delta-rs, without ``history_generation``; any other
     table from its parquet files. A mart of :data:`VIEW_TABLES` is read from the table it is a
     view of. Partition columns of a parquet table (``name=value`` folders) are added as text,
@@ -242,7 +242,7 @@ def read_mart(lake: Path, table: str, schema: str = "cdc") -> list[dict]:
         rows = delta_rows(lake, path.name, schema).to_pylist()
         for row in rows:
             row.pop("history_generation", None)
-        return _with_dicts(rows)
+        return _with_dicts(_last_logged(rows) if table == "change_log" else rows)
     files = [
         p.relative_to(path)
         for p in sorted(path.rglob("*.parquet"))
@@ -257,15 +257,21 @@ def read_mart(lake: Path, table: str, schema: str = "cdc") -> list[dict]:
     data = ds.dataset(str(path), format="parquet", partitioning=partitioning).to_table()
     rows = data.to_pylist()
     if table == "change_log":
-        last: dict[str, str] = {}
-        for row in rows:
-            last[row["change_id"]] = max(last.get(row["change_id"], ""), row["applied_generation"])
-        rows = [row for row in rows if row["applied_generation"] == last[row["change_id"]]]
+        rows = _last_logged(rows)
     for row in rows:
         for key in keys:
             if key.endswith("_generation"):
                 del row[key]
     return _with_dicts(rows)
+
+
+def _last_logged(rows: list[dict]) -> list[dict]:
+    """The rows of the change log's store that its view shows: per ``change_id``, the row of
+    the newest ``applied_generation`` (a change logged again with its key, ADR 0021)."""
+    last: dict[str, str] = {}
+    for row in rows:
+        last[row["change_id"]] = max(last.get(row["change_id"], ""), row["applied_generation"])
+    return [row for row in rows if row["applied_generation"] == last[row["change_id"]]]
 
 
 def delta_table(lake: Path, table: str, schema: str = "cdc"):
