@@ -20,6 +20,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from python_udfs.records import ConfigError
 from python_udfs.workers import configured_master
 
 #: The JVM's log configuration: errors only, on stderr (``CDC_SPARK_LOG_LEVEL`` raises it).
@@ -54,8 +55,6 @@ def extra_spark_conf(text: str) -> dict[str, str]:
     ``CDC_`` variables, which both read. Raises ConfigError naming the pair when one has no
     ``=`` or a key that does not start with ``spark.``.
     """
-    from python_udfs.config import ConfigError
-
     conf = {}
     for pair in text.split():
         key, sep, value = pair.partition("=")
@@ -114,8 +113,6 @@ def delta_jars() -> list[Path]:
     Raises ConfigError naming the missing jar and the fix: ``make install`` fetches them once,
     and runs need no network afterwards.
     """
-    from python_udfs.config import ConfigError
-
     jars = [jar_folder() / _jar_name(c) for c in delta_packages()]
     missing = [j for j in jars if not j.is_file()]
     if missing:
@@ -135,18 +132,51 @@ def delta_class_path() -> str:
     return ":".join(str(jar) for jar in delta_jars())
 
 
-def fetch_delta_jars() -> list[Path]:
-    """Copy the jars of :func:`delta_packages` from Maven Central into :func:`jar_folder`.
+def derby_packages() -> tuple[str, ...]:
+    """Return the Maven coordinates of Derby's network server and client for pyspark's Derby.
 
-    Runs ``mvn dependency:copy`` (Maven's own resolution and local repository) for each jar
-    not there yet; ``make install`` calls it. Raises RuntimeError with Maven's output when a
-    jar cannot be fetched, FileNotFoundError when there is no ``mvn``.
+    The version is that of the ``derby-<version>.jar`` pyspark ships (the embedded metastore's
+    engine; pyspark also ships ``derbyshared`` and ``derbytools``, which both need): the server
+    runs inside the JVM that holds the lake, the client in a reader's JVM
+    (:func:`reader_session`, ADR 0038).
+    """
+    import pyspark
+
+    (engine,) = (Path(pyspark.__file__).parent / "jars").glob("derby-[0-9]*.jar")
+    version = engine.stem.removeprefix("derby-")
+    return (f"org.apache.derby:derbynet:{version}", f"org.apache.derby:derbyclient:{version}")
+
+
+def derby_jars() -> list[Path]:
+    """Return the jars of :func:`derby_packages` in ``<jar_folder>/derby``.
+
+    Raises ConfigError naming the missing jar and the fix (``make install``).
+    """
+    jars = [jar_folder() / "derby" / _jar_name(c) for c in derby_packages()]
+    missing = [j for j in jars if not j.is_file()]
+    if missing:
+        raise ConfigError(
+            f"{missing[0]} not found: Derby's network server and client are fetched by "
+            "`make install` (python -m python_udfs.spark --fetch-jars, which needs mvn and "
+            "Maven Central)"
+        )
+    return jars
+
+
+def fetch_delta_jars() -> list[Path]:
+    """Copy the jars of :func:`delta_packages` and :func:`derby_packages` from Maven Central.
+
+    Into :func:`jar_folder` (Derby's into its ``derby`` folder). Runs ``mvn dependency:copy``
+    (Maven's own resolution and local repository) for each jar not there yet; ``make install``
+    calls it. Returns every jar. Raises RuntimeError with Maven's output when a jar cannot be
+    fetched, FileNotFoundError when there is no ``mvn``.
     """
     import subprocess
 
-    folder = jar_folder()
-    folder.mkdir(parents=True, exist_ok=True)
-    for coordinates in delta_packages():
+    wanted = [(jar_folder(), c) for c in delta_packages()]
+    wanted += [(jar_folder() / "derby", c) for c in derby_packages()]
+    for folder, coordinates in wanted:
+        folder.mkdir(parents=True, exist_ok=True)
         if (folder / _jar_name(coordinates)).is_file():
             continue
         command = ["mvn", "--batch-mode", "--quiet", "dependency:copy"]
@@ -154,7 +184,7 @@ def fetch_delta_jars() -> list[Path]:
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise RuntimeError(f"mvn could not fetch {coordinates}:\n{done.stdout[-3000:]}")
-    return delta_jars()
+    return delta_jars() + derby_jars()
 
 
 #: Delta Lake's settings (Delta's documentation, "Configure SparkSession"): its SQL extension
@@ -171,10 +201,12 @@ DELTA_CONF = {
 def _engine_conf(lake: Path) -> dict[str, str]:
     """Return the embedded engine's own settings for an absolute lake root (:func:`spark_conf`)."""
     # Delta's jars on the JVM's own class path rather than spark.jars: a Thrift Server's query
-    # threads find the delta data source there, and the class archive maps them
+    # threads find the delta data source there, and the class archive maps them. Derby's
+    # network server and client beside its engine (the system class loader), on the driver.
     class_path = delta_class_path()
+    derby = ":".join(str(jar) for jar in derby_jars())
     return {
-        "spark.driver.extraClassPath": class_path,
+        "spark.driver.extraClassPath": f"{class_path}:{derby}",
         "spark.executor.extraClassPath": class_path,
         **DELTA_CONF,
         "spark.master": configured_master(),
@@ -194,6 +226,7 @@ def _engine_conf(lake: Path) -> dict[str, str]:
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={lake} -Dderby.stream.error.file={lake / 'derby.log'} "
             f"-Dlog4j2.configurationFile={LOG4J2_CONFIG} "
+            + _metastore_server(lake)
             + _garbage_collector(os.environ.get("CDC_SPARK_JAVA_OPTIONS", ""))
             + _class_sharing(os.environ.get("CDC_SPARK_JAVA_OPTIONS", ""))
             + os.environ.get("CDC_SPARK_JAVA_OPTIONS", "")
@@ -212,6 +245,25 @@ def _engine_conf(lake: Path) -> dict[str, str]:
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
     }
+
+
+def _metastore_server(lake: Path) -> str:
+    """Return the JVM options that serve the lake's Derby metastore to other JVMs ('' if none).
+
+    When this process holds the lake (:func:`lock_lake`), the embedded Derby engine also
+    starts its network server on loopback, on the port the lock line names, so that a reader
+    in another JVM opens the same metastore while a run works (:func:`reader_session`; Derby's
+    documentation, "Starting the Network Server from within an application":
+    ``derby.drda.startNetworkServer``). It listens on 127.0.0.1 only, without authentication,
+    for the lifetime of the holder.
+    """
+    held = _LAKE_LOCKS.get(lake)
+    if held is None:
+        return ""
+    return (
+        "-Dderby.drda.startNetworkServer=true -Dderby.drda.host=127.0.0.1 "
+        f"-Dderby.drda.portNumber={held[1]} "
+    )
 
 
 def _garbage_collector(java_options: str) -> str:
@@ -422,22 +474,47 @@ def thrift_server_command(lake_root: Path, port: int, host: str = "127.0.0.1") -
     return command + ["spark-internal"]
 
 
-#: Open lock files of the lakes this process holds (kept open until the process exits).
-_LAKE_LOCKS: dict[Path, Any] = {}
+#: Open lock files of the lakes this process holds (kept open until the process exits), with
+#: the loopback port of the lake's metastore server: ``lake -> (handle, port)``.
+_LAKE_LOCKS: dict[Path, tuple[Any, int]] = {}
+
+#: How a lock line names the holder's metastore server (:func:`lock_lake`).
+_METASTORE_SUFFIX = re.compile(r"; metastore on 127\.0\.0\.1:(\d+)$")
+
+
+class LakeInUse(ConfigError):
+    """The lake's lock is held by another process (a ConfigError: the CLI exits 2).
+
+    ``metastore_port`` is the loopback port where that process serves the lake's Derby
+    metastore (:func:`reader_session`), or None when its lock line names none.
+    """
+
+    def __init__(self, message: str, metastore_port: int | None) -> None:
+        super().__init__(message)
+        self.metastore_port = metastore_port
+
+
+def _free_port() -> int:
+    """Return a loopback TCP port nothing listens on now (the kernel's choice)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def lock_lake(lake_root: Path, inheritable: bool = False) -> None:
     """Hold ``<lake_root>/.cdc.lock`` (an exclusive ``flock``) until this process exits.
 
-    The embedded Derby metastore admits one JVM, and two runs writing the same state tables
-    would race: a second ``cdc`` process on the same lake stops at once with one message
-    instead of failing midway in Derby. The operating system releases the lock when the
-    process ends, killed or not. ``inheritable`` keeps it across ``exec`` (the Thrift Server).
-    Raises ConfigError naming the lake and the process that holds it.
+    Two runs writing the same tables would race: a second writing ``cdc`` process on the same
+    lake stops at once with one message instead of failing midway. The holder serves the
+    lake's Derby metastore on a free loopback port, which its lock line names (``; metastore
+    on 127.0.0.1:<port>``), so that readers need no lock (:func:`reader_session`, ``cdc
+    sql``). The operating system releases the lock when the process ends, killed or not.
+    ``inheritable`` keeps it across ``exec`` (the Thrift Server). Raises :class:`LakeInUse`
+    (a ConfigError) naming the lake and the process that holds it.
     """
     import fcntl
-
-    from python_udfs.config import ConfigError
 
     lake = lake_root.resolve()
     if lake in _LAKE_LOCKS:
@@ -451,19 +528,24 @@ def lock_lake(lake_root: Path, inheritable: bool = False) -> None:
     except BlockingIOError as exc:
         holder = _lock_holder(handle)
         handle.close()
-        raise ConfigError(
-            f"{lake}: the lake is in use by {holder}. Wait for it to finish (or stop the "
-            "Thrift Server on this lake), then run again."
+        port = _METASTORE_SUFFIX.search(holder)
+        raise LakeInUse(
+            f"{lake}: the lake is in use by {_METASTORE_SUFFIX.sub('', holder)}. Wait for it "
+            "to finish (or stop the Thrift Server on this lake), then run again.",
+            int(port.group(1)) if port else None,
         ) from exc
+    port = _free_port()
     # one write, then cut what an earlier holder's longer line left after it: a process that
     # reads while this one holds the lock sees a whole first line, never an empty file
     handle.seek(0)
-    handle.write(f"cdc process {os.getpid()} ({' '.join(sys.argv[:3])})\n")
+    handle.write(
+        f"cdc process {os.getpid()} ({' '.join(sys.argv[:3])}); metastore on 127.0.0.1:{port}\n"
+    )
     handle.flush()
     handle.truncate()
     if inheritable:
         os.set_inheritable(handle.fileno(), True)
-    _LAKE_LOCKS[lake] = handle
+    _LAKE_LOCKS[lake] = (handle, port)
 
 
 def _lock_holder(handle, wait_seconds: float = 2.0) -> str:
@@ -489,8 +571,6 @@ def java_executable() -> Path:
     Raises ConfigError with the fix when there is none: without it pyspark fails with a long
     ``JAVA_GATEWAY_EXITED`` traceback (issue 16). The stack is checked with Java 17.
     """
-    from python_udfs.config import ConfigError
-
     home = os.environ.get("JAVA_HOME")
     if home:
         java = Path(home) / "bin" / "java"
@@ -523,6 +603,59 @@ def get_spark(lake_root: Path) -> SparkSession:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in spark_conf(lake_root).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("CDC_SPARK_LOG_LEVEL", "ERROR"))
+    return spark
+
+
+def held_metastore_port(lake_root: Path) -> int | None:
+    """Return the port of the metastore server of the process that holds the lake, or None.
+
+    Read from the lock line (:func:`lock_lake`) without taking the lock, and checked by a
+    connection to the port: a line left by a process that has ended, or one whose JVM has not
+    started yet, names a port nothing answers on, which gives None.
+    """
+    import socket
+
+    try:
+        line = (lake_root.resolve() / ".cdc.lock").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    found = _METASTORE_SUFFIX.search(line)
+    if not found:
+        return None
+    port = int(found.group(1))
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return None
+    return port
+
+
+def reader_session(lake_root: Path, metastore_port: int) -> SparkSession:
+    """Create a SparkSession that reads the lake while another process holds it (a run).
+
+    The lake's metastore is opened through the holder's Derby network server on loopback port
+    ``metastore_port`` (:func:`lock_lake` names it) instead of embedded, so this JVM takes no
+    lock and waits for nothing; Delta gives every query the last committed version of each
+    table it reads (ADR 0038). The other settings are the embedded engine's
+    (:func:`spark_conf`). Meant for reading: a table written from here while a run writes it
+    may make one of the two commits fail. Raises ConfigError when there is no Java.
+    """
+    if SparkSession.getActiveSession() is None:
+        java_executable()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    conf = spark_conf(lake_root)
+    conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
+        f"jdbc:derby://127.0.0.1:{metastore_port}/{lake_root.resolve() / 'metastore_db'}"
+    )
+    conf["spark.hadoop.javax.jdo.option.ConnectionDriverName"] = (
+        "org.apache.derby.jdbc.ClientDriver"
+    )
+    conf["spark.app.name"] = "cdc_changelog_reader"
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("CDC_SPARK_LOG_LEVEL", "ERROR"))
@@ -570,7 +703,7 @@ if __name__ == "__main__":  # python -m python_udfs.spark: write the class archi
         _run_archive_workload(Path(sys.argv[2]))
     elif sys.argv[1:2] == ["--fetch-jars"]:
         for jar in fetch_delta_jars():
-            print(f"Delta Lake jar {jar}")
+            print(f"jar {jar}")
     else:
         import time
 

@@ -41,15 +41,17 @@ def sql(config: ProjectConfig, queries: list[str], as_json: bool) -> int:
     syntax error, a table that is not there) prints one line with Spark's error class and
     message on stderr and returns 1; the statements after it do not run, those before it
     stay done. On a lake with no built marts the line says so. Returns 0 when all ran.
+
+    While another process holds the lake (``cdc run``, ``cdc run --every``, a Thrift Server),
+    the statements run in a reader session (:func:`_session`): each reads the last committed
+    version of every Delta table, without waiting for the run (ADR 0038).
     """
     import logging
 
     from pyspark.errors import PySparkException
 
-    from python_udfs.spark import get_spark
-
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)  # the line below says it
-    spark = get_spark(config.lake_root)
+    spark = _session(config)
     for query in queries:
         try:
             result = spark.sql(query)
@@ -70,6 +72,38 @@ def sql(config: ProjectConfig, queries: list[str], as_json: bool) -> int:
         else:
             print_rows(columns, [tuple(row) for row in rows], f"{len(rows)} row(s)")
     return 0
+
+
+#: Seconds ``cdc sql`` waits for the metastore server of a process that holds the lake and has
+#: not started its JVM yet (a ``cdc run`` starts it while it stages, within seconds).
+METASTORE_WAIT_SECONDS = 30.0
+
+
+def _session(config: ProjectConfig):
+    """Return the SparkSession ``cdc sql`` queries with.
+
+    The lake's own engine (:func:`python_udfs.spark.get_spark`, which takes the lake's lock),
+    or, while another process holds the lake, a reader session through that process's
+    metastore server (:func:`python_udfs.spark.reader_session`; the lock line names its
+    port), waiting up to :data:`METASTORE_WAIT_SECONDS` for it to answer. Raises the holder's
+    :class:`~python_udfs.spark.LakeInUse` (one line, exit 2) when it serves none: a ``cdc
+    stage`` or ``cdc scaffold`` runs no JVM.
+    """
+    import time
+
+    from python_udfs.spark import LakeInUse, get_spark, held_metastore_port, reader_session
+
+    try:
+        return get_spark(config.lake_root)
+    except LakeInUse as busy:
+        if busy.metastore_port is None:
+            raise
+        deadline = time.monotonic() + METASTORE_WAIT_SECONDS
+        while (port := held_metastore_port(config.lake_root)) is None:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+        return reader_session(config.lake_root, port)
 
 
 def print_rows(columns: list[str], rows: list[tuple], title: str) -> None:

@@ -1,4 +1,4 @@
-"""Staging: decode new landing files into the raw parquet tables (DESIGN.md §4).
+"""Staging: decode new landing files into the raw Delta tables (DESIGN.md §4, ADR 0038).
 
 One run of :func:`stage` is one *ingest batch* (id ``YYYYMMDDTHHMMSSffffff``, UTC):
 
@@ -19,11 +19,15 @@ One run of :func:`stage` is one *ingest batch* (id ``YYYYMMDDTHHMMSSffffff``, UT
    ``raw_metadata`` (one parquet file per table and task, :func:`make_write_udf`); only the
    manifest rows come back to the driver;
 4. the driver writes the manifest rows **last**, in one file moved into place by a rename
-   (the batch's commit). A batch without manifest rows (a run killed half way) is ignored
-   by the dbt sources, so a re-run ingests those files again without duplicates.
+   (the batch's commit), then adds the batch's files to each table's Delta log, the
+   manifest's last (:mod:`python_udfs.raw_tables`). A batch without manifest rows (a run
+   killed half way) enters no log and is ignored by the working set, so a re-run ingests
+   those files again without duplicates; a batch whose logs a kill left behind is committed
+   to them by the next run (:meth:`Stager.ensure_tables`).
 
-Tables live under ``<lake_root>/raw/<table>/`` as Hive-style partitioned parquet; the dbt
-macro ``register_raw_tables`` registers them as external tables at the start of every run.
+Tables live under ``<lake_root>/raw/<table>/`` as Delta tables partitioned by
+``ingest_batch_id`` (Hive-style folders); the dbt macro ``register_raw_tables`` registers them
+as external tables.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from python_udfs import build_state
+from python_udfs import build_state, raw_tables
 from python_udfs.config import ConfigError, ProjectConfig
 from python_udfs.feed_format import (
     BOOL,
@@ -128,7 +132,8 @@ RAW_SORT_ORDER = ("feed", "source_file", "record_offset", "byte_start")
 #: task buffers before it writes a row group): 16 MiB instead of parquet's usual 128 MiB, so
 #: that a staged batch of a few hundred megabytes has row groups a filter can skip.
 RAW_ROW_GROUP_BYTES = 16 * 2**20
-#: Partition holding one empty parquet file per table, so a table has a schema before data.
+#: Partition in which a release before ADR 0038 wrote one empty parquet file per raw table (a
+#: schema before data; a Delta log holds the schema now). Never a batch: readers leave it out.
 SCHEMA_PARTITION = "00000000T000000000000"
 UNIX_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
@@ -977,24 +982,28 @@ class Stager:
         return self.raw_root / table
 
     def ensure_tables(self) -> None:
-        """Give every raw table's folder an empty schema partition of this release's columns.
+        """Give every raw table its Delta log, with this release's columns and every batch.
 
-        One empty parquet file per table, in partition :data:`SCHEMA_PARTITION`, written with
-        pyarrow (no Spark job) under a temporary name and renamed into place, so a table has
-        its schema before it has data. A schema file of an earlier release (a raw column added
-        since, such as ``start_write_timestamp``) is written again: ``register_raw_tables``
-        adds the new columns to the registered table, and the batches staged before read them
-        as null.
+        Each table's log is created (or given the columns this release added) by
+        :func:`raw_tables.ensure_table`, with delta-rs (no Spark job), so a table has its
+        schema before it has data. Then every committed batch (the manifest's files) that a
+        log lacks is committed to it, the manifest's log last (:meth:`commit_batches`): this
+        heals a run killed between its manifest and its Delta commits, and brings the raw
+        folders of an earlier release's lake into their logs.
         """
-        import pyarrow.parquet as pq
-
         for table in RAW_TABLES:
-            folder = self._table_path(table) / f"ingest_batch_id={SCHEMA_PARTITION}"
-            files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
-            if files and pq.read_schema(files[0]).remove_metadata() == arrow_schema(table):
-                continue
-            empty = arrow_schema(table).empty_table()
-            _write_file_in_place(empty, folder, "part-00000-schema.parquet")
+            raw_tables.ensure_table(self._table_path(table), arrow_schema(table))
+        self.commit_batches(self.committed_batches())
+
+    def commit_batches(self, batches: set[str]) -> None:
+        """Commit the files of ``batches`` to each raw table's Delta log, the manifest's last.
+
+        One Delta commit per table that lacks one of them (:func:`raw_tables.commit_batches`);
+        none when every log holds them. ``batches`` are committed batches (their manifest
+        files written), so no reader of the logs sees a batch the manifest does not hold.
+        """
+        for table in [t for t in RAW_TABLES if t != "raw_ingested_files"] + ["raw_ingested_files"]:
+            raw_tables.commit_batches(self._table_path(table), batches)
 
     def committed_batches(self) -> set[str]:
         """Return the ids of batches whose manifest rows were written (committed batches).
@@ -1005,8 +1014,8 @@ class Stager:
         return set(build_state.committed_batches(self.config.lake_root)) - {SCHEMA_PARTITION}
 
     def read_table(self, table: str):
-        """Return a raw table as a DataFrame read from its parquet folder (all batches)."""
-        return self.spark.read.option("mergeSchema", "false").parquet(str(self._table_path(table)))
+        """Return a raw table as a DataFrame of its Delta table's last version (all batches)."""
+        return self.spark.read.format("delta").load(str(self._table_path(table)))
 
     def manifest(self) -> dict[tuple[str, str], dict[str, Any]]:
         """Return the latest manifest row of every ``(feed, source_file)`` (restages aside).
@@ -1449,8 +1458,9 @@ class Stager:
         manifest = manifest.sort_by(
             [(c, "ascending") for c in RAW_SORT_ORDER if c in manifest.column_names]
         )
-        self.log(f"  committing batch {batch_id}: its manifest rows")
+        self.log(f"  committing batch {batch_id}: its manifest rows, then the Delta logs")
         self._write_manifest(batch_id, manifest, ingested_at)
+        self.commit_batches({batch_id})
         reasons: dict[str, collections.Counter] = {}
         for row in written.to_pylist():
             info = row["raw_ingested_files"]

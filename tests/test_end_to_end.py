@@ -8,6 +8,8 @@ import gzip
 import json
 import re
 import shutil
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from simulator.database import (
     tables_for,
 )
 from simulator.feeds import write_feed
+from tests import lake_reader
 from tests.spark_project import (
     HOSTILE_NAMES,
     HOSTILE_SCHEMA,
@@ -429,7 +432,7 @@ def _redeliver_full_loads(landing: Path) -> dict[str, list[str]]:
 
 
 def test_appended_files_add_exactly_their_changes_and_a_run_with_nothing_new_is_skipped(
-    oracle_run,
+    oracle_run, tmp_path
 ):
     """After the full refresh (through the Thrift Server), `cdc run --every` in one process:
     its first run applies an appended file, its second a file landed while it waited (a build
@@ -440,9 +443,17 @@ def test_appended_files_add_exactly_their_changes_and_a_run_with_nothing_new_is_
 
     The first run also ingests a re-delivered full load of each format that has them
     (:func:`_redeliver_full_loads`): each adds no row to change_log, and current_state and
-    history keep their rows (issue 76)."""
+    history keep their rows (issue 76).
+
+    Readers never wait (issue 73): a second process (tests/lake_reader.py) queries
+    current_state and history in a loop while the runs work, through a reader session on the
+    running process's metastore server and by path with delta-rs. None of its queries fails,
+    and every answer is the lake as it stood before the first run or after one of the runs, in
+    that order. `cdc sql` run between two runs reads through the same server."""
     sim, project, landing, lake, last_round, *_ = oracle_run
     before_log, before_state = read_mart(lake, "change_log"), _state(lake)
+    answers = {0: lake_reader.delta_answer(lake)}
+    reader = lake_reader.start(lake, tmp_path / "reader", cli_env(landing, lake))
     redelivered = _redeliver_full_loads(landing)
     folder = landing / "qlik_ct_demo" / "SALES.ORDER_LINES__ct"
     header = "header__change_seq,header__change_oper,header__change_mask,header__stream_position,header__operation,header__transaction_id,header__timestamp,"
@@ -450,17 +461,31 @@ def test_appended_files_add_exactly_their_changes_and_a_run_with_nothing_new_is_
     line = '"20990101000000000000000000000999999","I","3F80","x","INSERT","FF",2099-01-01 00:00:00.0000000,4242,1,"extra",2,9.500,,2099-01-02\n'
     (folder / "20990101-000000000.csv").write_text(header + line, encoding="utf-8")
     second = '"20990102000000000000000000000999999","I","3F80","x","INSERT","FE",2099-01-02 00:00:00.0000000,4242,2,"more",1,1.250,,\n'
-    waits = {}
+    waits, during = {}, {}
 
     def on_wait(run: int) -> None:
+        answers[run] = lake_reader.delta_answer(lake)
         if run == 1:  # while the process waits (5 s): its next run finds this file
             (folder / "20990102-000000000.csv").write_text(header + second, encoding="utf-8")
         waits[run] = (read_mart(lake, "change_log"), _state(lake))
+        if run == 1:  # cdc sql while the process holds the lake: through its metastore
+            during["sql"] = cdc(
+                project, "sql", "--json", "select count(*) as n from cdc.history", **paths
+            )
+        if run == 2:  # after the last run that changes anything
+            during["reading"] = lake_reader.finish(reader, tmp_path / "reader")
 
-    appended = cdc_every(
-        project, "--every", "5", "--runs", "3", landing=landing, lake=lake, on_wait=on_wait
-    )
+    paths = {"landing": landing, "lake": lake}
+    try:
+        appended = cdc_every(project, "--every", "5", "--runs", "3", **paths, on_wait=on_wait)
+    finally:
+        lake_reader.finish(reader, tmp_path / "reader")
     assert appended.returncode == 0, appended.stdout[-6000:]
+    (counted,) = [json.loads(x) for x in during["sql"].stdout.splitlines() if x.startswith("{")]
+    assert counted["n"] in {answers[1]["history"][0], answers[2]["history"][0]}
+    states = [answers[0], answers[1], answers[2]]
+    assert states[0] != states[1] != states[2]
+    lake_reader.check_reading(during["reading"], states)
     # a run on a lake that has its databases: no metastore error logged for what Spark handles
     # (AlreadyExistsException of `create database if not exists`, python_udfs/log4j2.properties)
     assert " ERROR " not in appended.stdout, appended.stdout[-3000:]
@@ -926,8 +951,6 @@ def test_dbt_docs_generate_documents_every_model_source_and_column(oracle_run):
     cites no file outside the repository, and tags each node with its layer (and its feed
     format, for raw tables and staging models) so the lineage graph can be filtered."""
     import json
-    import subprocess
-    import sys
     from pathlib import Path
 
     _sim, project, landing, lake, *_ = oracle_run
@@ -1086,23 +1109,32 @@ def test_real_goldengate_trails_through_stage_scaffold_and_run(real_samples_run)
     assert {r["type"] for r in typed} == {"decimal(38,2)"}
 
 
-def test_a_history_of_an_earlier_release_fails_fast_and_a_full_refresh_rebuilds_it(
-    real_samples_run,
-):
-    """Since ADR 0038 history is a Delta table each run merges into, and its current rows are
-    the state the next run starts from. A lake an earlier release built has a view there (of
-    its key state): the next build stops before any model with a message that names the fix,
-    and `cdc run -- --full-refresh` rebuilds history as a table with the same figures. On the
-    real samples' lake, last of its tests (the full refresh leaves the same marts)."""
+def test_a_lake_of_the_last_parquet_release_is_upgraded_by_one_full_refresh(real_samples_run):
+    """The upgrade of ADR 0038 (README, "Upgrade"). A lake the last parquet release built has
+    raw tables of plain parquet partitions registered as parquet, model tables of parquet and
+    a view where history now is. Made so from the real samples' lake (last of its tests: the
+    full refresh leaves the same marts): the raw tables' Delta logs removed and one raw table
+    registered as parquet again, one model table rewritten as parquet, history a view. The
+    next build stops before any model with a message that names the fix; `cdc run --
+    --full-refresh` gives every raw table its Delta log (the batches of the manifest, ADR
+    0038), registers it as Delta, rebuilds every model as Delta with the same figures, and
+    DESCRIBE DETAIL says `delta` for every table of `cdc` and `cdc_raw`."""
     project, lake, _first, last = real_samples_run
     landing = lake.parent / "landing"
     counted = summary_figures(last.stdout)
     # versions (the oracle's summary test checks them against the history mart's rows)
     assert {"gg_tc", "gg_tr", "samples_ct"} <= set(counted), counted
     assert all(f[5] > 0 for f in counted.values()), counted
+    for log in (lake / "raw").glob("*/_delta_log"):
+        shutil.rmtree(log)
     cdc(
         project,
         "sql",
+        "drop table cdc_raw.raw_rejects",
+        f"create table cdc_raw.raw_rejects using parquet location '{lake}/raw/raw_rejects'",
+        "create table cdc.old_catalog using parquet as select * from cdc.int_catalog_tables",
+        "drop table cdc.int_catalog_tables",
+        "alter table cdc.old_catalog rename to cdc.int_catalog_tables",
         "drop table cdc.history",
         "create view cdc.history as select * from cdc.current_state",
         landing=landing,
@@ -1115,6 +1147,25 @@ def test_a_history_of_an_earlier_release_fails_fast_and_a_full_refresh_rebuilds_
     rebuilt = cdc(project, "run", "--", "--full-refresh", landing=landing, lake=lake)
     assert summary_figures(rebuilt.stdout) == counted
     assert (lake / "warehouse" / "cdc.db" / "history" / "_delta_log").is_dir()
+    formats = {}
+    for schema in ("cdc", "cdc_raw"):
+        tables = {
+            r["tableName"]
+            for r in query(project, f"show tables in {schema}", landing=landing, lake=lake)
+        }
+        views = {
+            r["viewName"]
+            for r in query(project, f"show views in {schema}", landing=landing, lake=lake)
+        }
+        assert tables - views, schema
+        statements = [f"describe detail {schema}.{t}" for t in sorted(tables - views)]
+        out = cdc(project, "sql", "--json", *statements, landing=landing, lake=lake).stdout
+        for line in out.splitlines():
+            if line.startswith("{"):
+                row = json.loads(line)
+                formats[row["name"]] = row["format"]
+    assert len(formats) > 20 and set(formats.values()) == {"delta"}, formats
+    assert any(name.endswith("raw_rejects") for name in formats)
 
 
 def prepare_little_endian(src: Path) -> Contribution:

@@ -24,7 +24,16 @@ from types import SimpleNamespace
 from typing import Any
 
 from simulator.database import catalog_rows
-from tests.spark_project import cdc, delta_table, make_project, query, read_mart, write_seeds
+from tests import lake_reader
+from tests.spark_project import (
+    cdc,
+    cli_env,
+    delta_table,
+    make_project,
+    query,
+    read_mart,
+    write_seeds,
+)
 
 #: Data tests whose SQL, as round 1 ran it, is kept (``round1_tests``): round 2 overwrites
 #: ``target/run``. Scoped to the run's keys, they check all history in a first run (macro
@@ -79,8 +88,10 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
     ``after_round1`` (:data:`ROUND1_MARTS` rows as round 1 left them),
     ``current_state_version`` (the Delta version of ``current_state`` round 1 committed),
     ``round1_tests`` (the SQL of :data:`ROUND1_TESTS` as round 1 ran it, by test name),
-    ``history`` (every row of ``cdc.history`` after round 2, as JSON objects) and
-    ``contributions`` by name.
+    ``history`` (every row of ``cdc.history`` after round 2, as JSON objects),
+    ``reading`` (the rounds of a second process that read the lake while round 2 ran,
+    :func:`tests.lake_reader.finish`), ``answers`` (the lake before and after round 2, as
+    :func:`tests.lake_reader.delta_answer` reads it) and ``contributions`` by name.
     """
     src, landing, lake = root / "src", root / "landing", root / "lake"
     contributions = {name: prepare(src) for name, prepare in prepares.items()}
@@ -125,9 +136,16 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
                 project, landing, lake
             )
     land_rest(src, landing)
+    # a second process reads current_state and history while round 2 applies (issue 73)
+    answers = {"before round 2": lake_reader.delta_answer(lake)}
+    reader = lake_reader.start(lake, root / "reader", cli_env(landing, lake))
     # the self-checks too (ADR 0015), scoped to what round 2 changed: the key changes, late
     # arrivals and resets that reach back into round 1's history are what they check
-    round2 = cdc(project, "run", "--self-checks", landing=landing, lake=lake)
+    try:
+        round2 = cdc(project, "run", "--self-checks", landing=landing, lake=lake)
+    finally:
+        reading = lake_reader.finish(reader, root / "reader")
+    answers["after round 2"] = lake_reader.delta_answer(lake)
     history = query(project, "select * from cdc.history", landing=landing, lake=lake)
     return SimpleNamespace(
         project=project,
@@ -139,5 +157,7 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
         current_state_version=current_state_version,
         round1_tests=round1_tests,
         history=history,
+        reading=reading,
+        answers=answers,
         contributions=contributions,
     )
