@@ -26,6 +26,9 @@ from pathlib import Path
 #: The repository root: ``python -m tests.lake_reader`` runs from there.
 REPO = Path(__file__).resolve().parents[1]
 
+#: Seconds between two rounds of the reader.
+PAUSE_SECONDS = 0.5
+
 #: What identifies a version of each table's rows (Spark SQL over ``cdc.<table>``).
 IDENTITIES = {
     "current_state": "concat_ws('|', current_state_id, last_change_position)",
@@ -88,6 +91,7 @@ def main(lake: Path, out: Path, stop: Path) -> None:
                 line["error"] = str(exc).strip().splitlines()[0]
             log.write(json.dumps(line) + "\n")
             log.flush()
+            time.sleep(PAUSE_SECONDS)  # leave the run most of the machine's two cores
 
 
 def start(lake: Path, folder: Path, env: dict[str, str]) -> subprocess.Popen:

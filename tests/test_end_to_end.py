@@ -1158,7 +1158,8 @@ def test_a_lake_of_the_last_parquet_release_is_upgraded_by_one_full_refresh(real
             for r in query(project, f"show views in {schema}", landing=landing, lake=lake)
         }
         assert tables - views, schema
-        statements = [f"describe detail {schema}.{t}" for t in sorted(tables - views)]
+        # quoted: `history` is a word of Delta's SQL (DESCRIBE HISTORY), not a table name there
+        statements = [f"describe detail {schema}.`{t}`" for t in sorted(tables - views)]
         out = cdc(project, "sql", "--json", *statements, landing=landing, lake=lake).stdout
         for line in out.splitlines():
             if line.startswith("{"):

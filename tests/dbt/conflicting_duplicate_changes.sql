@@ -45,8 +45,7 @@ change_table_rows as (
         ingest_batch_id
     from {{ source('qlik_change_tables', 'raw_qlik_change_tables') }}
     where
-        {{ cdc_committed_batches() }}
-        and file_kind != 'full_load'
+        file_kind != 'full_load'
         and {{ 'true' if check_all else cdc_working_batches('qlik_change_tables') }}
 ),
 
@@ -60,8 +59,7 @@ kafka_messages as (
         ingest_batch_id
     from {{ source('qlik_kafka', 'raw_qlik_kafka') }}
     where
-        {{ cdc_committed_batches() }}
-        and operation != 'REFRESH'
+        operation != 'REFRESH'
         and {{ 'true' if check_all else cdc_working_batches('qlik_kafka') }}
 ),
 

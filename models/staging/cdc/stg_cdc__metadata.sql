@@ -2,7 +2,6 @@ with
 
 raw_metadata as (
     select * from {{ source('cdc', 'raw_metadata') }}
-    where {{ cdc_committed_batches() }}
 ),
 
 renamed as (

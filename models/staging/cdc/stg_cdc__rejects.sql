@@ -2,7 +2,6 @@ with
 
 raw_rejects as (
     select * from {{ source('cdc', 'raw_rejects') }}
-    where {{ cdc_committed_batches() }}
 ),
 
 renamed as (

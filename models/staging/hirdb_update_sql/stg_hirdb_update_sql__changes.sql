@@ -14,7 +14,7 @@ with
 
 raw_lines as (
     select * from {{ source('hirdb_update_sql', 'raw_hirdb_update_sql') }}
-    where {{ cdc_committed_batches() }} and {{ cdc_working_batches('hirdb_update_sql') }}
+    where {{ cdc_working_batches('hirdb_update_sql') }}
 ),
 
 positioned as (

@@ -13,7 +13,7 @@ with
 
 raw_change_table_rows as (
     select * from {{ source('qlik_change_tables', 'raw_qlik_change_tables') }}
-    where {{ cdc_committed_batches() }} and {{ cdc_working_batches('qlik_change_tables') }}
+    where {{ cdc_working_batches('qlik_change_tables') }}
 ),
 
 classified as (

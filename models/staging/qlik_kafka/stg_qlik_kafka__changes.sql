@@ -21,7 +21,7 @@ raw_messages as (
         *,
         {{ cdc_landed_file_name('source_file') }} as dump_name
     from {{ source('qlik_kafka', 'raw_qlik_kafka') }}
-    where {{ cdc_committed_batches() }} and {{ cdc_working_batches('qlik_kafka') }}
+    where {{ cdc_working_batches('qlik_kafka') }}
 ),
 
 classified as (

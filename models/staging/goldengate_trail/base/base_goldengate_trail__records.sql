@@ -14,7 +14,7 @@ with
 
 raw_records as (
     select * from {{ source('goldengate_trail', 'raw_goldengate_trail') }}
-    where {{ cdc_committed_batches() }} and {{ cdc_working_batches('goldengate_trail') }}
+    where {{ cdc_working_batches('goldengate_trail') }}
 ),
 
 positioned as (

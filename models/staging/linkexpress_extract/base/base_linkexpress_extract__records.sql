@@ -17,7 +17,7 @@ raw_records as (
         *,
         {{ cdc_file_sort_name('linkexpress_extract', 'file_name') }} as file_sort_name
     from {{ source('linkexpress_extract', 'raw_linkexpress_extract') }}
-    where {{ cdc_committed_batches() }} and {{ cdc_working_batches('linkexpress_extract') }}
+    where {{ cdc_working_batches('linkexpress_extract') }}
 ),
 
 file_times as (
