@@ -107,20 +107,28 @@ def _jar_name(coordinates: str) -> str:
     return f"{artifact}-{version}.jar"
 
 
-def delta_jars() -> list[Path]:
-    """Return the jars of :func:`delta_packages` in :func:`jar_folder`.
+def _installed_jars(folder: Path, packages: tuple[str, ...], what: str) -> list[Path]:
+    """Return the jars of Maven ``packages`` in ``folder``, as ``make install`` copied them.
 
-    Raises ConfigError naming the missing jar and the fix: ``make install`` fetches them once,
-    and runs need no network afterwards.
+    Raises ConfigError naming the first missing jar, ``what`` it is, and the fix: ``make
+    install`` fetches them once, and runs need no network afterwards.
     """
-    jars = [jar_folder() / _jar_name(c) for c in delta_packages()]
+    jars = [folder / _jar_name(c) for c in packages]
     missing = [j for j in jars if not j.is_file()]
     if missing:
         raise ConfigError(
-            f"{missing[0]} not found: the Delta Lake jars are fetched by `make install` "
+            f"{missing[0]} not found: {what} fetched by `make install` "
             "(python -m python_udfs.spark --fetch-jars, which needs mvn and Maven Central)"
         )
     return jars
+
+
+def delta_jars() -> list[Path]:
+    """Return the jars of :func:`delta_packages` in :func:`jar_folder`.
+
+    Raises ConfigError naming the missing jar and the fix (:func:`_installed_jars`).
+    """
+    return _installed_jars(jar_folder(), delta_packages(), "the Delta Lake jars are")
 
 
 def delta_class_path() -> str:
@@ -150,17 +158,11 @@ def derby_packages() -> tuple[str, ...]:
 def derby_jars() -> list[Path]:
     """Return the jars of :func:`derby_packages` in ``<jar_folder>/derby``.
 
-    Raises ConfigError naming the missing jar and the fix (``make install``).
+    Raises ConfigError naming the missing jar and the fix (:func:`_installed_jars`).
     """
-    jars = [jar_folder() / "derby" / _jar_name(c) for c in derby_packages()]
-    missing = [j for j in jars if not j.is_file()]
-    if missing:
-        raise ConfigError(
-            f"{missing[0]} not found: Derby's network server and client are fetched by "
-            "`make install` (python -m python_udfs.spark --fetch-jars, which needs mvn and "
-            "Maven Central)"
-        )
-    return jars
+    return _installed_jars(
+        jar_folder() / "derby", derby_packages(), "Derby's network server and client are"
+    )
 
 
 def fetch_delta_jars() -> list[Path]:
