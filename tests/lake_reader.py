@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 #: Seconds between two rounds of the reader.
-PAUSE_SECONDS = 0.5
+PAUSE_SECONDS = 2.0
 
 #: What identifies a version of each table's rows (Spark SQL over ``cdc.<table>``).
 IDENTITIES = {
