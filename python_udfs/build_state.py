@@ -10,9 +10,11 @@ job, no dbt parse): the project's (:func:`project_fingerprint`) and the build's
 A run whose build fingerprint equals the last successful build's skips dbt (nothing new). A
 run whose project fingerprint equals it has new data only, and ``cdc run`` builds what holds
 data and runs every test, leaving out what only the project defines (seeds and views,
-ADR 0009). ``cdc run`` deletes the stored record before it starts dbt and writes it only after
-a build without extra dbt arguments succeeded, so a run killed or failed in between never
-leaves a record that claims a build that did not happen.
+ADR 0009). ``cdc run`` deletes the stored build fingerprint before it starts dbt and writes it
+only after a build without extra dbt arguments succeeded, so a run killed or failed in between
+never leaves a record that claims a build that did not happen. Before a data-only build the
+project fingerprint stays: a run killed during it is followed by a data-only build; a failed
+build removes the record whole, so the build after it is a whole one.
 """
 
 from __future__ import annotations
@@ -105,9 +107,21 @@ def last_project(lake_root: Path) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def forget_build(lake_root: Path) -> None:
-    """Remove the recorded fingerprint (before a build starts)."""
-    (lake_root / STATE_FILE).unlink(missing_ok=True)
+def forget_build(lake_root: Path, *, keep_project: bool = False) -> None:
+    """Remove the recorded build fingerprint (before a build starts, and after one failed).
+
+    ``keep_project`` (before a data-only build): the project fingerprint stays, alone, so a run
+    killed during the build is followed by a data-only build, not a whole one (a data-only
+    build writes no seed or view, so what the last whole build created is still there). The
+    build fingerprint goes either way: the next run never skips dbt. Without ``keep_project``
+    the record goes whole, and the next build is a whole one.
+    """
+    path = lake_root / STATE_FILE
+    project = last_project(lake_root) if keep_project else None
+    if project is None:
+        path.unlink(missing_ok=True)
+        return
+    _write_record(path, {"project_fingerprint": project})
 
 
 def record_build(lake_root: Path, fingerprint: str, project: str, built_at: str) -> None:
@@ -116,13 +130,15 @@ def record_build(lake_root: Path, fingerprint: str, project: str, built_at: str)
     ``built_at`` is the ingest batch id staged by that run. Written to a temporary file, then
     renamed, so a reader never sees half a file.
     """
-    path = lake_root / STATE_FILE
+    _write_record(
+        lake_root / STATE_FILE,
+        {"fingerprint": fingerprint, "project_fingerprint": project, "built_at": built_at},
+    )
+
+
+def _write_record(path: Path, record: dict[str, str]) -> None:
+    """Write ``record`` as JSON to a scratch file beside ``path``, then rename it to ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     scratch = path.with_suffix(".tmp")
-    scratch.write_text(
-        json.dumps(
-            {"fingerprint": fingerprint, "project_fingerprint": project, "built_at": built_at}
-        ),
-        encoding="utf-8",
-    )
+    scratch.write_text(json.dumps(record), encoding="utf-8")
     scratch.replace(path)

@@ -263,7 +263,9 @@ def run(
     ``force`` builds everything anyway; extra ``dbt_args`` always build, with no selection of
     ours. A successful build is recorded for the next run to compare with, unless ``dbt_args``
     narrow or change it: ``--full-refresh`` alone (:data:`WHOLE_BUILD_ARGS`) rebuilds every
-    node, as a whole build does, so it is recorded too. dbt unit tests (SQL logic on mocked
+    node, as a whole build does, so it is recorded too. A run killed during a data-only build
+    leaves the project's fingerprint, so the run after it is data-only too; a failed build
+    leaves none, so the build after it is a whole one. dbt unit tests (SQL logic on mocked
     rows, not data) run only with ``unit_tests``, as dbt recommends for production runs;
     ``make test`` runs them.
 
@@ -295,7 +297,9 @@ def run(
         )
         return summary, True, False
     data_only = plain and project == build_state.last_project(config.lake_root)
-    build_state.forget_build(config.lake_root)
+    # a run killed during a data-only build leaves the project's record: the next run builds
+    # the data only, as this one would have (a failed build forgets it, below)
+    build_state.forget_build(config.lake_root, keep_project=data_only)
     args = list(dbt_args or [])
     if not unit_tests:
         args += ["--exclude-resource-type", "unit_test"]
@@ -317,6 +321,8 @@ def run(
     ok = dbt_build(config, extra_vars, args, log, verbose)
     if ok and set(dbt_args or ()) <= WHOLE_BUILD_ARGS:
         build_state.record_build(config.lake_root, fingerprint, project, summary.ingest_batch_id)
+    elif not ok:
+        build_state.forget_build(config.lake_root)  # the next build is a whole one
     return summary, ok, True
 
 

@@ -54,6 +54,17 @@ def test_recorded_build_is_read_back_and_forgotten(tmp_path):
     assert build_state.last_build(lake) == "abc" and build_state.last_project(lake) == "def"
     build_state.forget_build(lake)
     assert build_state.last_build(lake) is None and build_state.last_project(lake) is None
+    # before a data-only build: the project's fingerprint stays, alone (a kill during that
+    # build is followed by a data-only one); the build's goes, so no run skips dbt
+    build_state.record_build(lake, "abc", "def", "20240101T000000000000")
+    build_state.forget_build(lake, keep_project=True)
+    assert build_state.last_build(lake) is None and build_state.last_project(lake) == "def"
+    build_state.forget_build(lake, keep_project=True)
+    assert build_state.last_project(lake) == "def"
+    build_state.forget_build(lake)  # a failed build: the next one is a whole one
+    assert build_state.last_build(lake) is None and build_state.last_project(lake) is None
+    build_state.forget_build(lake, keep_project=True)  # nothing recorded: nothing written
+    assert not (lake / build_state.STATE_FILE).exists()
     (lake / build_state.STATE_FILE).write_text("not json")
     assert build_state.last_build(lake) is None and build_state.last_project(lake) is None
     # a record of an earlier version (one fingerprint): the next build is a whole one
