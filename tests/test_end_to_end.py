@@ -1147,24 +1147,24 @@ def test_a_lake_of_the_last_parquet_release_is_upgraded_by_one_full_refresh(real
     rebuilt = cdc(project, "run", "--", "--full-refresh", landing=landing, lake=lake)
     assert summary_figures(rebuilt.stdout) == counted
     assert (lake / "warehouse" / "cdc.db" / "history" / "_delta_log").is_dir()
-    formats = {}
-    for schema in ("cdc", "cdc_raw"):
-        tables = {
-            r["tableName"]
-            for r in query(project, f"show tables in {schema}", landing=landing, lake=lake)
-        }
-        views = {
-            r["viewName"]
-            for r in query(project, f"show views in {schema}", landing=landing, lake=lake)
-        }
+    # one JVM lists both schemas' tables and views, one more describes every table
+    schemas = ("cdc", "cdc_raw")
+    listings = [f"show {kind} in {schema}" for schema in schemas for kind in ("tables", "views")]
+    listed = cdc(project, "sql", "--json", *listings, landing=landing, lake=lake).stdout
+    rows = [json.loads(line) for line in listed.splitlines() if line.startswith("{")]
+    statements = []
+    for schema in schemas:
+        tables = {r["tableName"] for r in rows if r["namespace"] == schema and "tableName" in r}
+        views = {r["viewName"] for r in rows if r["namespace"] == schema and "viewName" in r}
         assert tables - views, schema
         # quoted: `history` is a word of Delta's SQL (DESCRIBE HISTORY), not a table name there
-        statements = [f"describe detail {schema}.`{t}`" for t in sorted(tables - views)]
-        out = cdc(project, "sql", "--json", *statements, landing=landing, lake=lake).stdout
-        for line in out.splitlines():
-            if line.startswith("{"):
-                row = json.loads(line)
-                formats[row["name"]] = row["format"]
+        statements += [f"describe detail {schema}.`{t}`" for t in sorted(tables - views)]
+    out = cdc(project, "sql", "--json", *statements, landing=landing, lake=lake).stdout
+    formats = {}
+    for line in out.splitlines():
+        if line.startswith("{"):
+            row = json.loads(line)
+            formats[row["name"]] = row["format"]
     assert len(formats) > 20 and set(formats.values()) == {"delta"}, formats
     assert any(name.endswith("raw_rejects") for name in formats)
 
