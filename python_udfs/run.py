@@ -314,10 +314,14 @@ def run(
                 "as they are (cdc run --self-checks runs the self-checks)"
             )
     # the working set is decided here, once, and passed in (ADR 0020)
-    rows = working_set.compute_working_set(
-        spark, config, os.environ.get("CDC_DBT_SCHEMA", "cdc"), "--full-refresh" in args
-    )
+    schema = os.environ.get("CDC_DBT_SCHEMA", "cdc")
+    rows = working_set.compute_working_set(spark, config, schema, "--full-refresh" in args)
     os.environ[working_set.ENV_VAR] = working_set.to_env(rows)
+    watermark = working_set.state_watermark(spark, schema, "--full-refresh" in args)
+    if watermark is None:
+        os.environ.pop(working_set.WATERMARK_ENV_VAR, None)
+    else:
+        os.environ[working_set.WATERMARK_ENV_VAR] = watermark
     ok = dbt_build(config, extra_vars, args, log, verbose)
     if ok and set(dbt_args or ()) <= WHOLE_BUILD_ARGS:
         build_state.record_build(config.lake_root, fingerprint, project, summary.ingest_batch_id)

@@ -277,6 +277,37 @@ def _last_transaction_start(trail, feed: str, batch: str, source_file: str) -> i
     return pc.max(starts).as_py() or 0
 
 
+def state_watermark(spark, schema: str, full_refresh: bool) -> str | None:
+    """Return the apply's watermark for this run, or None to leave it to the build.
+
+    The watermark is the newest ``history_generation`` of the history the previous runs left
+    (source ``cdc_state.history``, macro ``cdc_state_watermark``, ADR 0025): every change_log
+    row of that generation or before has been merged. ``cdc run`` reads it once, before the
+    build and while it holds the lake (nothing merges into history until its own build), and
+    passes it in :data:`WATERMARK_ENV_VAR`, so the apply's plans hold a literal where a scalar
+    subquery of history stood: Spark evaluates a subquery once per copy of the CTE that holds
+    it, and the apply's CTEs are copied into each reader (``int_apply_keys``: 66 Spark jobs with
+    the subquery, 27 with the literal, on the demo's lake). ``''`` with ``full_refresh`` or
+    when history does not exist yet (the hook ``cdc_prepare_history`` creates it empty). None
+    when history is no Delta table (an earlier release's view: the build stops with the fix).
+    Read with delta-rs's SQL engine, which applies the deletion vectors history's MERGEs write.
+    """
+    if full_refresh or not spark.catalog.tableExists(f"{schema}.history"):
+        return ""
+    folder = _location(spark, schema, "history")
+    if not (folder / "_delta_log").is_dir():
+        return None
+    from deltalake import DeltaTable, QueryBuilder
+
+    query = QueryBuilder().register("history", DeltaTable(str(folder)))
+    newest = query.execute("select max(history_generation) as newest from history").read_all()
+    return newest.column("newest")[0].as_py() or ""
+
+
+#: The environment variable ``cdc run`` passes the watermark in (:func:`state_watermark`).
+WATERMARK_ENV_VAR = "CDC_STATE_WATERMARK"
+
+
 def to_env(rows: list[list]) -> str:
     """Return the value of :data:`ENV_VAR` for ``rows``: compact JSON, for ``cdc_working_set``."""
     return json.dumps(rows, separators=(",", ":"))
