@@ -294,7 +294,10 @@ def state_watermark(spark, schema: str, full_refresh: bool) -> str | None:
     """
     if full_refresh or not spark.catalog.tableExists(f"{schema}.history"):
         return ""
-    folder = _location(spark, schema, "history")
+    table = spark._jsparkSession.sharedState().externalCatalog().getTable(schema, "history")
+    if table.tableType().name() == "VIEW":  # a view has no location: an earlier release's
+        return None
+    folder = Path(table.location().getPath())
     if not (folder / "_delta_log").is_dir():
         return None
     from deltalake import DeltaTable, QueryBuilder
