@@ -26,7 +26,7 @@ demo: $(STAMP)
 test: lint
 	$(BIN)/pytest -n 2
 
-## Every command of README.md, in order, after `make demo`, in a copy of the project (7-10 min).
+## Every command of README.md, in order, after `make demo`, in a copy of the project (20-30 min).
 test-readme: $(STAMP)
 	$(BIN)/pytest -m readme tests/test_readme.py
 

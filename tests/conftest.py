@@ -7,8 +7,8 @@ and starts its JVM from a class archive (:func:`jvm_class_archive`).
 
 ``make test`` runs the suite on two pytest-xdist workers;
 :func:`pytest_xdist_make_scheduler` keeps the tests that share a built project on one worker.
-The README test (``make test-readme``) clears every ``CDC_`` variable, so it runs the
-project's defaults.
+The README test (``make test-readme``) clears every ``CDC_`` variable, so ``make demo`` runs
+the project's defaults; it passes these three settings to the README's commands after it.
 """
 
 from __future__ import annotations

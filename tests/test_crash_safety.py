@@ -67,9 +67,12 @@ BEFORE_STAGED_BATCHES = "START sql incremental model cdc.int_staged_batches"
 #: int_staged_batches is not, so the next run reads the round's batches again (ADR 0007). A kill
 #: before the events of the keys applied (int_apply_events) commits nothing that the kill before
 #: current_state's MERGE does not, so it is left out: each kill inside dbt costs most of a run.
+#: The kills inside dbt are in the second round, whose runs build the data only (the first
+#: round's are whole builds, seeds, views and self-checks too), and where both MERGEs are
+#: incremental: what a kill between them leaves is what the next run must heal.
 KILLS = [
-    [STAGING, COMMITTING, BEFORE_HISTORY],
-    [BEFORE_CURRENT_STATE, BEFORE_STAGED_BATCHES],
+    [STAGING, COMMITTING],
+    [BEFORE_CURRENT_STATE, BEFORE_HISTORY, BEFORE_STAGED_BATCHES],
 ]
 
 
