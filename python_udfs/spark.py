@@ -192,16 +192,11 @@ def fetch_delta_jars() -> list[Path]:
 #: Delta Lake's settings (Delta's documentation, "Configure SparkSession"): its SQL extension
 #: (MERGE, time travel, ``DESCRIBE DETAIL``, ``table_changes``) and its catalog over Spark's
 #: own, so ``using delta`` tables live in the Hive metastore beside the parquet ones. A
-#: table's state is computed in 2 partitions instead of 50 (a small lake on 2 cores). A MERGE
-#: computes its source once and keeps it (``merge.materializeSource=all``): Delta's ``auto``
-#: keeps only a source that is not a deterministic read of Delta tables, so the apply's
-#: sources (the versions of ``int_key_versions``, a chain of CTEs and windows) were planned and
-#: computed twice, once to find the files the MERGE touches and once to write (ADR 0038).
+#: table's state is computed in 2 partitions instead of 50 (a small lake on 2 cores).
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     "spark.databricks.delta.snapshotPartitions": "2",
-    "spark.databricks.delta.merge.materializeSource": "all",
 }
 
 
