@@ -17,6 +17,8 @@ full, +1 % and no-op runs, checking our current state against the same expected 
 each run (every live key, its NAME and AMOUNT as written by the event with the highest ``seq``).
 Then the +1 % run once more, from the lake as the full run left it, in a process that stays
 running (``cdc run --every``) and has just applied one event: the same run in a warm engine.
+Last, where each run's time goes: the peer's setup and flow seconds (from its log) beside our
+staging, dbt build, and each model of the apply chain (from dbt's run_results.json).
 
     .venv/bin/python benchmarks/peer_compare.py [--events 1000000] [--keys 200000] [--files 10]
         [--workdir DIR] [--peer-venv /tmp/peer-venv]
@@ -44,7 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.apply_scale import run_step  # noqa: E402
+from benchmarks.apply_scale import apply_seconds, dbt_times, run_step  # noqa: E402
 from tests.spark_project import REPO, cli_env, make_project, read_mart  # noqa: E402
 
 PEER = REPO.parent / "shared" / "peer"
@@ -211,16 +213,18 @@ def run_ours(data: Path, work: Path) -> list[dict]:
         wall, peak, out = run_step(cdc + ["run"], env, project)
         staged = re.search(r"staged in ([0-9.]+) s", out)
         check = check_state(lake, expected)
+        skipped = "dbt build skipped" in out
         results.append(
             {
                 "step": name,
                 "wall_s": round(wall, 1),
                 "stage_s": float(staged[1]) if staged else None,
-                "skipped": "dbt build skipped" in out,
+                "skipped": skipped,
                 "peak_tree_rss_mb": round(peak / 2**20),
                 "valid": check["ok"],
                 "rows": check["rows"],
                 "errors": check["errors"],
+                **({} if skipped else build_seconds(project)),
             }
         )
         print(json.dumps(results[-1]), flush=True)
@@ -285,7 +289,22 @@ def warm_increment(
         "valid": check["ok"] and proc.returncode == 0,
         "rows": check["rows"],
         "errors": check["errors"],
+        **build_seconds(work / "project"),
     }
+
+
+def build_seconds(project: Path) -> dict:
+    """The last dbt build's seconds (``project``'s target/run_results.json): ``dbt_s`` (dbt's
+    elapsed time), ``models_s`` and ``tests_s`` (summed over nodes, which overlap on dbt's two
+    threads) and ``apply_s``, each model of the apply chain (apply_scale.APPLY_MODELS, the
+    staging tables of the change feeds as one entry)."""
+    elapsed, models, tests = dbt_times(project)
+    apply = {name: round(seconds, 1) for name, seconds in apply_seconds(project).items()}
+    return {
+        "dbt_s": round(elapsed, 1),
+        "models_s": round(models, 1),
+        "tests_s": round(tests, 1),
+    } | {"apply_s": apply}
 
 
 def main() -> None:
@@ -302,10 +321,10 @@ def main() -> None:
     print(f"=== {args.events:,} events over {args.keys:,} keys, {args.files} files ({work})")
     print("the peer: Spark Auto CDC (bench.sh: local[2], driver 4g)", flush=True)
     peer = run_peer(args, work / "peer")
+    peer_keys = ("step", "wall_s", "peak_tree_rss_mb", "valid", "rows")
+    peer_keys += ("session_and_graph_setup_s", "flow_running_to_completed_s")
     for row in peer:
-        print(
-            json.dumps({k: row[k] for k in ("step", "wall_s", "peak_tree_rss_mb", "valid", "rows")})
-        )
+        print(json.dumps({k: row.get(k) for k in peer_keys}))
     print(
         "cdc_changelog: cdc run (stage and build) on the same events as Qlik change tables",
         flush=True,
@@ -318,6 +337,22 @@ def main() -> None:
             f"{mine['step']:17s} {theirs['wall_s']:8.1f} {mine['wall_s']:8.1f} "
             f"{mine['wall_s'] / theirs['wall_s']:12.2f} {str(theirs['valid'] and mine['valid']):>11s}"
         )
+    print_breakdown(peer, ours)
+
+
+def print_breakdown(peer: list[dict], ours: list[dict]) -> None:
+    """Where each run's seconds go: the peer's flow (its log's "Flow ... is RUNNING" to
+    "COMPLETED") and setup, beside our staging, dbt build and each apply model (seconds)."""
+    print("\nwhere the time goes (s): the peer's flow beside our staging, dbt and apply models")
+    for theirs, mine in zip([*peer, peer[1]], ours, strict=True):
+        parts = [
+            f"peer setup {theirs.get('session_and_graph_setup_s')}",
+            f"peer flow {theirs.get('flow_running_to_completed_s')}",
+            f"ours staging {mine.get('stage_s')}",
+            f"dbt {mine.get('dbt_s')} (models {mine.get('models_s')}, tests {mine.get('tests_s')})",
+        ]
+        parts += [f"{name} {seconds}" for name, seconds in mine.get("apply_s", {}).items()]
+        print(f"{mine['step']:17s} " + "; ".join(parts))
 
 
 if __name__ == "__main__":
