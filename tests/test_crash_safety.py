@@ -32,7 +32,7 @@ import pytest
 from python_udfs.build_state import committed_batches
 from simulator.database import JP_TABLES, catalog_rows, simulate
 from simulator.feeds import write_feed
-from tests.spark_project import cdc, cli_env, make_project, query, read_mart
+from tests.spark_project import cdc, cli_env, make_project, read_mart
 from tests.test_end_to_end import _state as current_states
 from tests.test_end_to_end import landing_rounds
 from tests.two_rounds import Contribution
@@ -160,10 +160,10 @@ def _leave_a_killed_table_behind(project: Path, landing: Path, lake: Path, table
     shutil.move(kept, folder)
 
 
-def _marts(lake: Path, history: list[dict]) -> dict:
-    """The marts of :data:`FEEDS` on ``lake`` (``history``: rows of ``cdc.history`` read from
-    it), as sorted JSON texts, without what differs between two lakes by wall clock (batch ids,
-    generation)."""
+def _marts(lake: Path) -> dict:
+    """The marts of :data:`FEEDS` on ``lake``, read from their Delta tables by path
+    (:func:`~tests.spark_project.read_mart`: no JVM of its own), as sorted JSON texts, without
+    what differs between two lakes by wall clock (batch ids, generation)."""
     drop = {
         "applied_generation",
         "history_generation",
@@ -188,7 +188,7 @@ def _marts(lake: Path, history: list[dict]) -> dict:
         ),
         "history": sorted(
             json.dumps({k: v for k, v in r.items() if k not in drop}, default=str, sort_keys=True)
-            for r in ours(history)
+            for r in ours(read_mart(lake, "history"))
         ),
     }
 
@@ -244,7 +244,7 @@ def test_uninterrupted_runs_reach_the_simulated_databases(two_rounds):
 
 def test_runs_killed_at_any_point_and_rerun_build_the_same_marts(tmp_path, two_rounds):
     src = two_rounds.contributions["crash"].extra["src"]
-    uninterrupted = _marts(two_rounds.lake, two_rounds.history)
+    uninterrupted = _marts(two_rounds.lake)
     landing, lake = tmp_path / "landing", tmp_path / "lake"
     project = _project(tmp_path, landing)
     rounds = _rounds(src)
@@ -255,8 +255,7 @@ def test_runs_killed_at_any_point_and_rerun_build_the_same_marts(tmp_path, two_r
         _two_runs_at_once(project, landing, lake)
         if k == 0:
             _leave_a_killed_table_behind(project, landing, lake, "int_apply_events")
-    history = query(project, "select * from cdc.history", landing=landing, lake=lake)
-    killed = _marts(lake, history)
+    killed = _marts(lake)
     # a batch killed before its manifest rows were written is not read: every change comes
     # from a committed batch (DESIGN.md §4), though the batch's raw files stay on disk
     committed = set(committed_batches(lake))

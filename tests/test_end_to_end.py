@@ -124,17 +124,10 @@ def _land(src: Path, landing: Path, files: list[Path]) -> None:
         shutil.copy2(path, target)
 
 
-def _snapshot(project, landing, lake) -> dict:
-    """The marts an incremental run and a full refresh must agree on (history via ``cdc sql``,
-    without the generation of the run that wrote each row), as {mart: {row id: row}}."""
-    history = cdc(
-        project,
-        "sql",
-        "--json",
-        "select * except (history_generation) from cdc.history",
-        landing=landing,
-        lake=lake,
-    ).stdout.splitlines()
+def _snapshot(lake) -> dict:
+    """The marts an incremental run and a full refresh must agree on, read by path with
+    delta-rs (:func:`~tests.spark_project.read_mart`: history without the generation of the run
+    that wrote each row), as {mart: {row id: row as sorted JSON}}."""
     log = {}
     for row in read_mart(lake, "change_log"):
         row.pop("applied_generation", None)  # a partition folder, absent from the files
@@ -150,7 +143,8 @@ def _snapshot(project, landing, lake) -> dict:
             for r in read_mart(lake, "current_state")
         },
         "history": {
-            json.loads(line)["version_id"]: line for line in history if line.startswith("{")
+            r["version_id"]: json.dumps(r, default=str, sort_keys=True)
+            for r in read_mart(lake, "history")
         },
     }
 
@@ -192,12 +186,12 @@ def oracle_run(tmp_path_factory):
         runs[-1].nodes = run_results(project)
         runs[-1].manifest = json.loads((project / "target" / "manifest.json").read_text())
     ORACLE_ROUNDS[:] = runs
-    incremental = _snapshot(project, landing, lake)
+    incremental = _snapshot(lake)
     # the cluster path: the full refresh is dbt through a loopback Spark Thrift Server
     THRIFT_FULL_REFRESH[:] = [
         build_through_thrift(project, "--full-refresh", landing=landing, lake=lake)
     ]
-    full_refresh = _snapshot(project, landing, lake)
+    full_refresh = _snapshot(lake)
     return sim, project, landing, lake, runs[-1], incremental, full_refresh
 
 
