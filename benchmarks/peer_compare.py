@@ -299,12 +299,12 @@ def build_seconds(project: Path) -> dict:
     threads) and ``apply_s``, each model of the apply chain (apply_scale.APPLY_MODELS, the
     staging tables of the change feeds as one entry)."""
     elapsed, models, tests = dbt_times(project)
-    apply = {name: round(seconds, 1) for name, seconds in apply_seconds(project).items()}
     return {
         "dbt_s": round(elapsed, 1),
         "models_s": round(models, 1),
         "tests_s": round(tests, 1),
-    } | {"apply_s": apply}
+        "apply_s": {name: round(s, 1) for name, s in apply_seconds(project).items()},
+    }
 
 
 def main() -> None:
