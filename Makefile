@@ -22,10 +22,9 @@ demo: $(STAMP)
 	$(BIN)/cdc demo
 
 ## Lint (ruff, sqlfluff) and the whole test suite, including dbt build on the embedded engine,
-## on three pytest-xdist workers (tests/conftest.py groups the tests sharing a built project: the
-## three costliest groups start at once, and two cores stay busy while one waits on a process).
+## on two pytest-xdist workers (tests/conftest.py groups the tests sharing a built project).
 test: lint
-	$(BIN)/pytest -n 3
+	$(BIN)/pytest -n 2
 
 ## Every command of README.md, in order, after `make demo`, in a copy of the project (20-30 min).
 test-readme: $(STAMP)

@@ -5,7 +5,7 @@ Every ``cdc`` subprocess of the suite (each inherits the environment) runs Spark
 unless ``CDC_SPARK_CONF``, ``CDC_SHUFFLE_PARTITIONS`` and ``CDC_SPARK_JAVA_OPTIONS`` are set,
 and starts its JVM from a class archive (:func:`jvm_class_archive`).
 
-``make test`` runs the suite on three pytest-xdist workers;
+``make test`` runs the suite on two pytest-xdist workers;
 :func:`pytest_xdist_make_scheduler` keeps the tests that share a built project on one worker.
 The README test (``make test-readme``) clears every ``CDC_`` variable, so ``make demo`` runs
 the project's defaults; it passes these three settings to the README's commands after it.
@@ -100,7 +100,7 @@ def shared_build_groups(items) -> dict[str, str]:
 
 
 def pytest_configure(config):
-    """In the controller of ``pytest -n 3`` (``make test``): a file for the tests' groups."""
+    """In the controller of ``pytest -n 2`` (``make test``): a file for the tests' groups."""
     if config.getoption("numprocesses", None) and GROUPS_FILE not in os.environ:
         fd, path = tempfile.mkstemp(prefix="cdc-test-groups-", suffix=".json")
         os.close(fd)
@@ -125,7 +125,7 @@ def pytest_collection_modifyitems(items):
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """Schedule ``pytest -n 3`` by :func:`shared_build_groups`: a built project is built once.
+    """Schedule ``pytest -n 2`` by :func:`shared_build_groups`: a built project is built once.
 
     pytest-xdist's own ``--dist loadgroup`` cannot be used: with pytest 9.2 it no longer
     groups (pytest-dev/pytest-xdist#1386), so this scheduler reads the groups the workers wrote.
