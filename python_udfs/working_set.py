@@ -158,9 +158,9 @@ def _string_partitions(folder: Path):
 def _location(spark, schema: str, table: str) -> Path | None:
     """Return the folder of metastore table ``schema.table``, or None for a view.
 
-    A view has no location (an earlier release's ``history`` is one). Asked of Spark's external catalog (the Hive metastore client) directly: ``describe table
-    extended`` gives the same Location through the SQL parser and analyser, 1 to 2 s of a cold
-    JVM against 0.2 s.
+    A view has no location (an earlier release's ``history`` is one). Asked of Spark's external
+    catalog (the Hive metastore client) directly: ``describe table extended`` gives the same
+    Location through the SQL parser and analyser, 1 to 2 s of a cold JVM against 0.2 s.
     """
     entry = spark._jsparkSession.sharedState().externalCatalog().getTable(schema, table)
     if entry.tableType().name() == "VIEW":
