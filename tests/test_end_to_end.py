@@ -1112,7 +1112,7 @@ def test_a_lake_of_the_last_parquet_release_is_upgraded_by_one_full_refresh(real
     next build stops before any model with a message that names the fix; `cdc run --
     --full-refresh` gives every raw table its Delta log (the batches of the manifest, ADR
     0038), registers it as Delta, rebuilds every model as Delta with the same figures, and
-    DESCRIBE DETAIL says `delta` for every table of `cdc` and `cdc_raw`."""
+    every table of `cdc` and `cdc_raw` is registered as `delta` over a folder with a Delta log."""
     project, lake, _first, last = real_samples_run
     landing = lake.parent / "landing"
     counted = summary_figures(last.stdout)
@@ -1141,25 +1141,26 @@ def test_a_lake_of_the_last_parquet_release_is_upgraded_by_one_full_refresh(real
     rebuilt = cdc(project, "run", "--", "--full-refresh", landing=landing, lake=lake)
     assert summary_figures(rebuilt.stdout) == counted
     assert (lake / "warehouse" / "cdc.db" / "history" / "_delta_log").is_dir()
-    # one JVM lists both schemas' tables and views, one more describes every table
+    # one JVM lists both schemas with each table's catalog entry: its provider, its type (a
+    # view is no table) and its location, which must hold a Delta log
     schemas = ("cdc", "cdc_raw")
-    listings = [f"show {kind} in {schema}" for schema in schemas for kind in ("tables", "views")]
+    listings = [f"show table extended in {schema} like '*'" for schema in schemas]
     listed = cdc(project, "sql", "--json", *listings, landing=landing, lake=lake).stdout
-    rows = [json.loads(line) for line in listed.splitlines() if line.startswith("{")]
-    statements = []
-    for schema in schemas:
-        tables = {r["tableName"] for r in rows if r["namespace"] == schema and "tableName" in r}
-        views = {r["viewName"] for r in rows if r["namespace"] == schema and "viewName" in r}
-        assert tables - views, schema
-        # quoted: `history` is a word of Delta's SQL (DESCRIBE HISTORY), not a table name there
-        statements += [f"describe detail {schema}.`{t}`" for t in sorted(tables - views)]
-    out = cdc(project, "sql", "--json", *statements, landing=landing, lake=lake).stdout
-    formats = {}
-    for line in out.splitlines():
+    entries = {}
+    for line in listed.splitlines():
         if line.startswith("{"):
             row = json.loads(line)
-            formats[row["name"]] = row["format"]
+            entry = dict(
+                item.split(": ", 1) for item in row["information"].splitlines() if ": " in item
+            )
+            entries[f"{row['namespace']}.{row['tableName']}"] = entry
+    tables = {name: e for name, e in entries.items() if e["Type"] != "VIEW"}
+    assert {name.split(".")[0] for name in tables} == set(schemas), sorted(entries)
+    formats = {name: e["Provider"] for name, e in tables.items()}
     assert len(formats) > 20 and set(formats.values()) == {"delta"}, formats
+    for name, entry in tables.items():
+        location = Path(entry["Location"].removeprefix("file:"))
+        assert (location / "_delta_log").is_dir(), (name, location)
     assert any(name.endswith("raw_rejects") for name in formats)
 
 

@@ -16,6 +16,8 @@
     Partitioned by feed and table_key: a typed per-table view reads its own table's files.
 -#}
 
+-- depends_on: {{ ref('int_apply_events') }}
+
 {{ config(
     materialized='incremental',
     incremental_strategy='merge',
@@ -33,22 +35,8 @@ applied_versions as (
     where is_current
 ),
 
-current_versions as (
-    select * from applied_versions
-    where not is_deleted
-    {% if not is_incremental() %}
-        union all
-        -- built whole: the live current rows of the keys this run does not apply (none on a
-        -- first run or a full refresh, which start history empty: cdc_prepare_history), in
-        -- the same columns (history's)
-        select state.*
-        from {{ source('cdc_state', 'history') }} as state
-        left anti join applied_versions on state.key_id = applied_versions.key_id
-        where state.is_current and not state.is_deleted
-    {% endif %}
-),
-
-live_keys as (
+versions as (
+    -- in this table's columns, with is_deleted
     select
         to_json(array(feed, source_schema, source_table, primary_key)) as current_state_id,
         feed,
@@ -60,53 +48,98 @@ live_keys as (
         opened_by_operation as last_operation,
         valid_from_position as last_change_position,
         valid_from as last_committed_at,
-        table_key
-    from current_versions
+        table_key,
+        is_deleted
+    from applied_versions
+    {% if not is_incremental() %}
+        union all
+        -- built whole: the live current rows of the keys this run does not apply (none on a
+        -- first run or a full refresh, which start history empty: cdc_prepare_history)
+        select
+            to_json(array(state.feed, state.source_schema, state.source_table, state.primary_key))
+                as current_state_id,
+            state.feed,
+            state.source_schema,
+            state.source_table,
+            state.primary_key,
+            state.key_id,
+            state.row,
+            state.opened_by_operation,
+            state.valid_from_position,
+            state.valid_from,
+            state.table_key,
+            state.is_deleted
+        from {{ source('cdc_state', 'history') }} as state
+        left anti join applied_versions on state.key_id = applied_versions.key_id
+        where state.is_current and not state.is_deleted
+    {% endif %}
 ),
 
 {% if is_incremental() %}
 merged as (
-    -- the table's rows of the keys this run applies
+    -- the table's rows of the keys this run may apply (every key of its events: a set read
+    -- from a table, so that int_key_versions is read once, in versions)
     select merged.*
     from {{ this }} as merged
-    left semi join applied_versions on merged.key_id = applied_versions.key_id
+    left semi join {{ ref('int_apply_events') }} as applied_events
+        on merged.key_id = applied_events.key_id
 ),
 
-changed_keys as (
-    -- live keys the table lacks, or holds with another version (the row compared as its
-    -- sorted entries: maps have no equality)
+compared as (
+    -- each applied key's current version beside the table's row of the key (one row per key:
+    -- key_id stands for current_state_id); the row is compared as its sorted entries (maps
+    -- have no equality)
     select
-        live_keys.*,
-        false as cdc_is_removed
-    from live_keys
-    left anti join merged
-        on
-            live_keys.current_state_id = merged.current_state_id
-            and live_keys.last_change_position <=> merged.last_change_position
-            and live_keys.last_operation <=> merged.last_operation
-            and live_keys.last_committed_at <=> merged.last_committed_at
-            and live_keys.key_id <=> merged.key_id
-            and array_sort(map_entries(live_keys.row)) = array_sort(map_entries(merged.row))
-),
-
-removed_keys as (
-    -- applied keys the table holds that are no longer live (deleted, truncated, moved by a
-    -- key change)
-    select
-        merged.*,
-        true as cdc_is_removed
-    from merged
-    left anti join live_keys on merged.current_state_id = live_keys.current_state_id
+        versions.*,
+        merged.key_id is not null as is_held,
+        coalesce(
+            merged.key_id is not null
+            and versions.last_change_position <=> merged.last_change_position
+            and versions.last_operation <=> merged.last_operation
+            and versions.last_committed_at <=> merged.last_committed_at
+            and array_sort(map_entries(versions.row)) = array_sort(map_entries(merged.row)),
+            false
+        ) as is_unchanged
+    from versions
+    left join merged on versions.key_id = merged.key_id
 ),
 
 final as (
-    select * from changed_keys
-    union all
-    select * from removed_keys
+    -- live keys the table lacks or holds with another version are upserted; keys no longer
+    -- live (deleted, truncated, moved by a key change) that it holds are deleted, matched on
+    -- current_state_id (cdc_is_removed)
+    select
+        current_state_id,
+        feed,
+        source_schema,
+        source_table,
+        primary_key,
+        key_id,
+        row,
+        last_operation,
+        last_change_position,
+        last_committed_at,
+        table_key,
+        is_deleted as cdc_is_removed
+    from compared
+    where (not is_deleted and not is_unchanged) or (is_deleted and is_held)
 )
 {% else %}
     final as (
-        select * from live_keys
+        select
+            current_state_id,
+            feed,
+            source_schema,
+            source_table,
+            primary_key,
+            key_id,
+            row,
+            last_operation,
+            last_change_position,
+            last_committed_at,
+            table_key
+        from versions
+        where not is_deleted
     )
 {% endif %}
 

@@ -34,58 +34,67 @@ key_versions as (
 ),
 
 {% if is_incremental() %}
-rebuilt_keys as (
-    select distinct key_id from {{ ref('int_apply_events') }}
-    where is_rebuilt
+applied_keys as (
+    -- every key of the run's events, and whether a late change rebuilds it (a set read from
+    -- a table, so that int_key_versions is read once, in compared)
+    select
+        key_id,
+        max(is_rebuilt) as is_rebuilt
+    from {{ ref('int_apply_events') }}
+    group by key_id
 ),
 
 merged as (
-    -- the table's rows of the keys this run applies
-    select merged.*
+    -- the table's rows of those keys, each whole as a struct of the table's columns
+    select
+        struct(merged.*) as held,
+        merged.version_id,
+        applied_keys.is_rebuilt
     from {{ this }} as merged
-    left semi join (
-        select key_id from key_versions
-        union
-        select key_id from rebuilt_keys
-    ) as applied_keys
-        on merged.key_id = applied_keys.key_id
+    inner join applied_keys on merged.key_id = applied_keys.key_id
 ),
 
-written_versions as (
-    -- versions the table lacks or holds otherwise, and every current version (the row is
-    -- compared as its sorted entries: maps have no equality)
+compared as (
+    -- each version computed beside the table's row of the same version_id; unchanged: a
+    -- version the table holds as it is, neither of the two current (the row is compared as
+    -- its sorted entries: maps have no equality)
     select
-        key_versions.*,
-        false as cdc_is_removed
-    from key_versions
-    left anti join merged
-        on
-            key_versions.version_id = merged.version_id
+        struct(key_versions.*) as computed,
+        merged.held,
+        key_versions.version_id is not null as is_computed,
+        coalesce(merged.is_rebuilt, false) as is_rebuilt,
+        coalesce(
+            merged.version_id is not null
             and not key_versions.is_current
-            and array_sort(map_entries(key_versions.row)) <=> array_sort(map_entries(merged.row))
-            and key_versions.opened_by_operation <=> merged.opened_by_operation
-            and key_versions.valid_from <=> merged.valid_from
-            and key_versions.closed_by_operation <=> merged.closed_by_operation
-            and key_versions.valid_to_position <=> merged.valid_to_position
-            and key_versions.valid_to <=> merged.valid_to
-            and key_versions.is_deleted <=> merged.is_deleted
-            and not merged.is_current
+            and not merged.held.is_current
+            and array_sort(map_entries(key_versions.row)) <=> array_sort(map_entries(merged.held.row))
+            and key_versions.opened_by_operation <=> merged.held.opened_by_operation
+            and key_versions.valid_from <=> merged.held.valid_from
+            and key_versions.closed_by_operation <=> merged.held.closed_by_operation
+            and key_versions.valid_to_position <=> merged.held.valid_to_position
+            and key_versions.valid_to <=> merged.held.valid_to
+            and key_versions.is_deleted <=> merged.held.is_deleted,
+            false
+        ) as is_unchanged
+    from key_versions
+    full outer join merged on key_versions.version_id = merged.version_id
 ),
 
-removed_versions as (
-    -- a rebuilt key's versions that its rebuild no longer opens
+chosen as (
+    -- versions the table lacks or holds otherwise, and every current version, are written; a
+    -- rebuilt key's versions that its rebuild no longer opens are deleted (cdc_is_removed)
     select
-        merged.*,
-        true as cdc_is_removed
-    from merged
-    left semi join rebuilt_keys on merged.key_id = rebuilt_keys.key_id
-    left anti join key_versions on merged.version_id = key_versions.version_id
+        case when is_computed then computed else held end as version,
+        not is_computed as cdc_is_removed
+    from compared
+    where (is_computed and not is_unchanged) or (not is_computed and is_rebuilt)
 ),
 
 final as (
-    select * from written_versions
-    union all
-    select * from removed_versions
+    select
+        version.*,
+        cdc_is_removed
+    from chosen
 )
 {% else %}
     final as (
