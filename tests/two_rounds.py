@@ -30,7 +30,6 @@ from tests.spark_project import (
     cli_env,
     delta_table,
     make_project,
-    query,
     read_mart,
     write_seeds,
 )
@@ -88,7 +87,7 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
     ``after_round1`` (:data:`ROUND1_MARTS` rows as round 1 left them),
     ``current_state_version`` (the Delta version of ``current_state`` round 1 committed),
     ``round1_tests`` (the SQL of :data:`ROUND1_TESTS` as round 1 ran it, by test name),
-    ``history`` (every row of ``cdc.history`` after round 2, as JSON objects),
+    ``history`` (every row of ``cdc.history`` after round 2, :func:`~tests.spark_project.read_mart`),
     ``reading`` (the rounds of a second process that read the lake while round 2 ran,
     :func:`tests.lake_reader.finish`), ``answers`` (the lake before and after round 2, as
     :func:`tests.lake_reader.delta_answer` reads it) and ``contributions`` by name.
@@ -146,7 +145,8 @@ def run(root: Path, prepares: dict[str, Callable[[Path], Contribution]]) -> Simp
     finally:
         reading = lake_reader.finish(reader, root / "reader")
     answers["after round 2"] = lake_reader.delta_answer(lake)
-    history = query(project, "select * from cdc.history", landing=landing, lake=lake)
+    # read by path with delta-rs (no JVM of its own), as the other marts are
+    history = read_mart(lake, "history")
     return SimpleNamespace(
         project=project,
         landing=landing,
