@@ -109,36 +109,14 @@ final as (
     -- live (deleted, truncated, moved by a key change) that it holds are deleted, matched on
     -- current_state_id (cdc_is_removed)
     select
-        current_state_id,
-        feed,
-        source_schema,
-        source_table,
-        primary_key,
-        key_id,
-        row,
-        last_operation,
-        last_change_position,
-        last_committed_at,
-        table_key,
+        * except (is_deleted, is_held, is_unchanged),
         is_deleted as cdc_is_removed
     from compared
     where (not is_deleted and not is_unchanged) or (is_deleted and is_held)
 )
 {% else %}
     final as (
-        select
-            current_state_id,
-            feed,
-            source_schema,
-            source_table,
-            primary_key,
-            key_id,
-            row,
-            last_operation,
-            last_change_position,
-            last_committed_at,
-            table_key
-        from versions
+        select * except (is_deleted) from versions
         where not is_deleted
     )
 {% endif %}
