@@ -979,6 +979,9 @@ class _SqlWalk:
                 text, self.tables, self.encoding, self.opts, self.zone, self.drifted, self.reference
             )
         except HiRDBError as exc:
+            # a column first named on a rejected line is no drift: only its reject lands
+            for key in [k for k in self.drifted if k not in self.drift_lines]:
+                del self.drifted[key]
             self.held.append(self._reject(i, exc.reason, str(exc)))
             return None
         if len(self.drifted) > len(self.drift_lines):  # a column first named on this line
