@@ -35,6 +35,20 @@ applied_versions as (
     where is_current
 ),
 
+current_versions as (
+    select * from applied_versions
+    {% if not is_incremental() %}
+        union all
+        -- built whole: the live current rows of the keys this run does not apply (none on a
+        -- first run or a full refresh, which start history empty: cdc_prepare_history), in
+        -- the same columns (history's)
+        select state.*
+        from {{ source('cdc_state', 'history') }} as state
+        left anti join applied_versions on state.key_id = applied_versions.key_id
+        where state.is_current and not state.is_deleted
+    {% endif %}
+),
+
 versions as (
     -- in this table's columns, with is_deleted
     select
@@ -50,29 +64,7 @@ versions as (
         valid_from as last_committed_at,
         table_key,
         is_deleted
-    from applied_versions
-    {% if not is_incremental() %}
-        union all
-        -- built whole: the live current rows of the keys this run does not apply (none on a
-        -- first run or a full refresh, which start history empty: cdc_prepare_history)
-        select
-            to_json(array(state.feed, state.source_schema, state.source_table, state.primary_key))
-                as current_state_id,
-            state.feed,
-            state.source_schema,
-            state.source_table,
-            state.primary_key,
-            state.key_id,
-            state.row,
-            state.opened_by_operation,
-            state.valid_from_position,
-            state.valid_from,
-            state.table_key,
-            state.is_deleted
-        from {{ source('cdc_state', 'history') }} as state
-        left anti join applied_versions on state.key_id = applied_versions.key_id
-        where state.is_current and not state.is_deleted
-    {% endif %}
+    from current_versions
 ),
 
 {% if is_incremental() %}
