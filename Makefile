@@ -15,7 +15,7 @@ $(STAMP): requirements.lock pyproject.toml python_udfs/spark.py
 	$(BIN)/python -m python_udfs.spark --fetch-jars  # the Delta Lake jars, once (ADR 0038)
 	touch $(STAMP)
 
-# the Spark driver's class archive (README, Spark settings); `make test` writes it beside the lint
+# the Spark driver's class archive (docs/operations.md, "Spark settings"); `make test` writes it beside the lint
 $(ARCHIVE): $(STAMP)
 	$(BIN)/python -m python_udfs.spark
 	touch $(ARCHIVE)
@@ -32,7 +32,7 @@ test: $(STAMP)
 	$(MAKE) -j2 lint $(ARCHIVE)
 	$(BIN)/pytest -n 2
 
-## Every command of README.md, in order, after `make demo`, in a copy of the project (20-30 min).
+## Every command of README.md, then of docs/*.md, in order, after `make demo`, in a copy of the project (about 20 min).
 test-readme: install
 	$(BIN)/pytest -m readme tests/test_readme.py
 

@@ -4,7 +4,7 @@
 ``cdc run``       ``stage``, then ``dbt build`` in this process and SparkSession; with
                   ``--every SECONDS`` it stays running and runs again SECONDS after each run, in
                   the same SparkSession: a JVM already warm, about half the time of a fresh
-                  process for a small batch (README, "Keeping the engine warm").
+                  process for a small batch (docs/operations.md, "Keeping the engine warm").
 ``cdc demo``      simulate a source database, write files of all five feed formats into the
                   project's landing root, run on its lake, and print a summary.
 ``cdc restage``   decode the open rejects again (after declaring a table) in a new batch.

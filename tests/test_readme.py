@@ -1,4 +1,6 @@
-"""Every command of the README runs as written, in order, after `make demo` (issue 16).
+"""Every command of the README and of the pages in docs/ runs as written, in order, after
+`make demo` (issues 16 and 74): the README's shell blocks first, then each page's of
+:data:`DOC_PAGES`, in that order.
 
 Not part of `make test` (it takes 20 to 30 minutes: the demo, then a dozen runs and builds,
 each its own JVM); `make test-readme` runs it and CI runs that after `make test`. The project is
@@ -31,10 +33,13 @@ pytestmark = [pytest.mark.readme, pytest.mark.spark]
 #: README commands this test does not run, with the reason (a line starting with the command).
 NOT_RUN = {
     "make test": "the suite this test belongs to",
-    "make benchmark": "a benchmark: minutes to hours, run by hand (README, Benchmarks)",
+    "make benchmark": "a benchmark: minutes to hours, run by hand (docs/benchmarks.md)",
     ".venv/bin/cdc run --every": "stays running until stopped; the end-to-end test of an "
     "appended file runs it with --runs (tests/test_end_to_end.py)",
 }
+#: The pages of docs/ whose shell blocks run after the README's, in this order (every page of
+#: docs/ is listed: a page added without a place here fails the test).
+DOC_PAGES = ("configuration", "operations", "cluster", "benchmarks", "development")
 #: The suite's Spark settings (tests/conftest.py), passed to the commands after `make demo`.
 SUITE_SETTINGS = ("CDC_SPARK_CONF", "CDC_SHUFFLE_PARTITIONS", "CDC_SPARK_JAVA_OPTIONS")
 #: Commands that serve until stopped: run in the background, checked, then stopped.
@@ -42,7 +47,7 @@ SERVING = {"make docs": "http://127.0.0.1:8080/"}
 
 
 def readme_blocks(text: str) -> list[str]:
-    """The README's shell blocks (```sh fences), in order, without the lines of NOT_RUN."""
+    """A page's shell blocks (```sh fences), in order, without the lines of NOT_RUN."""
     blocks = []
     for block in re.findall(r"^```sh\n(.*?)^```", text, flags=re.S | re.M):
         lines = [line for line in block.splitlines() if not line.startswith(tuple(NOT_RUN))]
@@ -140,7 +145,9 @@ def test_every_readme_command_runs_as_written_after_make_demo(tmp_path):
     project = fresh_copy(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CDC_")}
     env["COLUMNS"] = "200"
-    blocks = readme_blocks((project / "README.md").read_text(encoding="utf-8"))
+    pages = [project / "README.md", *(project / "docs" / f"{page}.md" for page in DOC_PAGES)]
+    assert sorted(p.stem for p in (project / "docs").glob("*.md")) == sorted(DOC_PAGES)
+    blocks = [block for page in pages for block in readme_blocks(page.read_text(encoding="utf-8"))]
     assert blocks[0].lstrip().startswith("make demo")
     suite = {**env, **{k: os.environ[k] for k in SUITE_SETTINGS if k in os.environ}}
     outputs = [run_block(project, blocks[0], env)]
