@@ -1,8 +1,5 @@
 {% macro cdc_catalog_seeds() %}
-    {#-
-        The catalog seeds of columns in effect, as relations: cdc_columns (the project's own
-        tables), and cdc_demo_columns (seeds/demo/) while var('cdc_demo') is true.
-    -#}
+    {#- The catalog seeds of columns in effect, as relations (macros/_macros.yml). -#}
     {%- set seeds = [ref('cdc_columns')] -%}
     {%- if var('cdc_demo', false) -%}
         {%- do seeds.append(ref('cdc_demo_columns')) -%}

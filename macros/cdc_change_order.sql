@@ -1,9 +1,5 @@
 {% macro cdc_change_order(prefix='') %}
-    {#-
-        The total order of changes inside a feed: change_position, then file name and record
-        index (the tie-break of equal positions, e.g. full-load rows), as a struct that
-        max_by / min_by and ORDER BY accept.
-    -#}
+    {#- The total order of changes inside a feed, as a struct (macros/_macros.yml). -#}
     named_struct(
         'change_position', {{ prefix }}change_position,
         'source_file', {{ prefix }}source_file,

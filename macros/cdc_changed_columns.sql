@@ -1,9 +1,5 @@
 {% macro cdc_changed_columns(mask_hex, column_names, first_bit=0, bit_order="'lsb_last_hex'") %}
-    {#-
-        The names in array `column_names` whose mask bit is set, in column order. Element i of
-        the array is bit i; elements before `first_bit` (Qlik header columns) are ignored.
-        Null when the mask is null or empty (the feed sends no change mask).
-    -#}
+    {#- The column names whose mask bit is set (macros/_macros.yml). -#}
     (case
         when {{ mask_hex }} is null or {{ mask_hex }} = '' then null
         else transform(

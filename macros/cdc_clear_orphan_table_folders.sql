@@ -1,19 +1,5 @@
 {% macro cdc_clear_orphan_table_folders() %}
-    {#-
-        Remove the folder a killed CREATE TABLE AS SELECT left behind (ADR 0006). Spark writes a
-        managed table's files before it enters the table in the catalog, and refuses to create a
-        managed table over a non-empty folder (LOCATION_ALREADY_EXISTS; the legacy setting
-        spark.sql.legacy.allowNonEmptyLocationInCTAS covers an explicit LOCATION only). So a run
-        killed while it wrote a table (dbt drops the old table first) left a folder that made
-        every later run fail on that table. For each table, incremental model and seed of the
-        project that is not in the catalog (dbt's relation cache, no query) and whose folder
-        exists, a throw-away managed table is pointed at that folder and dropped, which deletes
-        the folder. Which folders exist: CDC_WAREHOUSE_FOLDERS, the `<schema>.<table>` folders
-        under the warehouse that `cdc run` lists before dbt starts; without it (a plain
-        `dbt build`), every missing table's folder is cleared, whether it exists or not (five
-        statements each, logged to dbt's log file only). Called from on-run-start; renders no
-        statement (dbt runs none for an empty hook).
-    -#}
+    {#- Clears table folders a killed CREATE TABLE AS SELECT left (macros/_macros.yml). -#}
     {%- if execute -%}
         {%- set listed = env_var('CDC_WAREHOUSE_FOLDERS', '*') -%}
         {%- set folders = none if listed == '*' else (listed.split(',') if listed else []) -%}

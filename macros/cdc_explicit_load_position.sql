@@ -1,12 +1,5 @@
 {% macro cdc_explicit_load_position(feed_format, file_name) %}
-    {#-
-        SQL string expression: the change position of the full-load rows of the row's feed
-        (column `feed`) and file, for feeds of `feed_format` whose option `load_position` is
-        `explicit` (formats/qlik_kafka_messages.md, Ordering position): the position of the
-        first pattern of option `load_positions` (file-name pattern -> 35-digit change
-        sequence) that `file_name` matches; 35 zeros for a file no pattern matches and for
-        every other feed.
-    -#}
+    {#- The change position of a full load's rows, by file pattern (macros/_macros.yml). -#}
     {%- set feeds = cdc_feeds() -%}
     {%- set explicit = [] -%}
     {%- for name, spec in feeds.items() if spec.format == feed_format -%}

@@ -1,8 +1,5 @@
 {% macro cdc_feed_formats() %}
-    {#-
-        The feed formats the staging models stage, in the order int_changes_unioned unions
-        them: those cdc_feeds() configures, or all of cdc_format_names() when it configures none.
-    -#}
+    {#- The feed formats whose staging models are enabled (macros/_macros.yml). -#}
     {%- set all_formats = cdc_format_names() -%}
     {%- set configured = [] -%}
     {%- for spec in cdc_feeds().values() -%}

@@ -1,8 +1,5 @@
 {% macro cdc_feed_option(feed_format, option, default) %}
-    {#-
-        A SQL expression giving decoder option `option` of the row's feed (column `feed`), as
-        declared in cdc_feeds(), for feeds of `feed_format`; `default` otherwise.
-    -#}
+    {#- A decoder option of the row's feed, as SQL (macros/_macros.yml). -#}
     {%- set feeds = cdc_feeds() -%}
     {%- set names = [] -%}
     {%- for name, spec in feeds.items() if spec.format == feed_format -%}

@@ -1,12 +1,5 @@
 {% macro cdc_file_sort_name(feed_format, file_name) %}
-    {#-
-        SQL string expression: the name a file of the row's feed (column `feed`) sorts by,
-        from option `file_order` of the feeds of `feed_format` (formats/linkexpress_extract.md,
-        Ordering position). `name` (the default): the file name itself. A list of file-name
-        patterns (`*` any run of characters, `?` one character; an exact name matches itself):
-        the 4-digit number of the first pattern the name matches, `/`, the name; a name no
-        pattern matches sorts after all of them, by name.
-    -#}
+    {#- The name a file of the row's feed sorts by (macros/_macros.yml). -#}
     {%- set feeds = cdc_feeds() -%}
     {%- set ordered = [] -%}
     {%- for name, spec in feeds.items() if spec.format == feed_format -%}

@@ -1,9 +1,5 @@
 {% macro cdc_first_delivery(relation, partition_by) %}
-    {#-
-        Rows of `relation` (a CTE name) keeping the first ingest of each delivery key: re-delivered
-        records (the same file landed twice, a replayed dump) keep the earliest batch, file and
-        record. `partition_by` is the SQL list of expressions that identify one change.
-    -#}
+    {#- The first ingest of each change; re-deliveries change nothing (macros/_macros.yml). -#}
     select * from (
         select
             *,

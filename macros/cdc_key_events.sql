@@ -1,15 +1,5 @@
 {% macro cdc_key_events(relation) %}
-    {#-
-        Rows (feed, source_schema, source_table, primary_key, key_id, event) of the row events of the
-        change_log rows in `relation` (a CTE name), for the apply (DESIGN.md §6):
-        INSERT and LOAD are SET (the row becomes the after image), UPDATE is OVERLAY, DELETE is
-        REMOVE. An UPDATE whose before image has another key (before_primary_key) is a REMOVE of
-        the old key and a SET of the new key with the before image overlaid by the after image;
-        the SET names the old key (source_key_id), whose row it carries (int_key_change_rows).
-        LOAD events carry their transaction (load_transaction), so that the reset of a full load
-        is not applied to the keys the load itself sets (int_apply_events_gathered, `reset_events`).
-        SET and OVERLAY events carry the change's table_columns (cdc_table_columns, ADR 0024).
-    -#}
+    {#- The row events of change_log rows, for the apply (macros/_macros.yml). -#}
     select
         feed,
         source_schema,

@@ -1,9 +1,5 @@
 {% macro cdc_like_pattern(glob) -%}
-    {#-
-        A Spark SQL string literal of the LIKE pattern of file-name pattern `glob`: `*` any run
-        of characters, `?` one character, every other character itself (LIKE's own `%`, `_`
-        and its escape character `\` are escaped).
-    -#}
+    {#- The LIKE pattern of a file-name pattern, as a literal (macros/_macros.yml). -#}
     {{ cdc_string_literal(
         glob | replace('\\', '\\\\') | replace('%', '\\%') | replace('_', '\\_')
         | replace('*', '%') | replace('?', '_')

@@ -1,11 +1,5 @@
 {% macro cdc_mask_bit(mask_hex, bit_index, bit_order="'lsb_last_hex'") %}
-    {#-
-        True when bit `bit_index` (0-based, SQL expression) of a change/column mask is set.
-        `mask_hex` is normalized uppercase hex of even length (as staging writes it).
-        `bit_order` is a SQL string expression: 'lsb_last_hex' reads the hex text as one
-        big-endian number (bit k = (v >> k) & 1); 'lsb_first_byte' reads byte 0 as bits 0-7.
-        Bits beyond the mask are false. Source: formats/qlik_change_tables.md, Change mask.
-    -#}
+    {#- Is one bit of a hex change/column mask set? (macros/_macros.yml). -#}
     (case
         when {{ bit_order }} = 'lsb_first_byte'
             then (

@@ -1,9 +1,5 @@
 {% macro cdc_new_batches_predicate(prefix='') %}
-    {#-
-        SQL predicate on ingest_batch_id: the batch is one this run's working set reads as new
-        (cdc_new_batches, literals: nothing is read). 'true' when tests check all history (the
-        working set reads every batch, or var cdc_test_scope is 'all').
-    -#}
+    {#- The batches this run reads as new, as a predicate (macros/_macros.yml). -#}
     {%- if cdc_tests_check_all_history() -%}
         {{ return('true') }}
     {%- endif -%}

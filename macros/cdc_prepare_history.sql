@@ -1,16 +1,5 @@
 {% macro cdc_prepare_history() %}
-    {#-
-        On-run-start SQL that makes the history the previous runs left readable as the source
-        cdc_state.history (ADR 0025, ADR 0038): `create table if not exists` with the history
-        mart's columns, Delta, partitioned by feed and table_key, its Change Data Feed on;
-        empty on a first run (the model then merges into it as an incremental model). The
-        relation goes into dbt's relation cache, which was listed before the hook ran. On a
-        --full-refresh that selects history, it is dropped first (a view or a table): the
-        apply reads it empty, and a full refresh killed half way leaves it empty, so
-        the next run applies every change again. A history an earlier release wrote (a view of
-        the key state) stops the run with a compiler error that names the fix
-        (`cdc run -- --full-refresh`).
-    -#}
+    {#- Makes the previous runs' history readable as a source (macros/_macros.yml). -#}
     {%- set relation = source('cdc_state', 'history') -%}
     {%- set node = graph.nodes.get('model.cdc_changelog.history') if execute else none -%}
     {%- if node is none -%}

@@ -1,11 +1,5 @@
 {% macro cdc_string_literal(value) -%}
-    {#-
-        A Spark SQL string literal holding `value` exactly, or `cast(null as string)` when it
-        is none. For names from the data (quotes, backslashes, newlines): Spark unescapes
-        backslash sequences in literals by default (spark.sql.parser.escapedStringLiterals
-        false), so backslash and quote are escaped, and newline, carriage return and tab are
-        written as \n, \r, \t.
-    -#}
+    {#- A Spark SQL string literal holding a value exactly (macros/_macros.yml). -#}
     {%- if value is none -%}
         cast(null as string)
     {%- else -%}

@@ -1,11 +1,5 @@
 {% macro cdc_transaction_figures(partition_by='feed, transaction_id') %}
-    {#-
-        Three window columns over each change's transaction (the partition `partition_by`,
-        over this run's working set): transaction_change_count, the number of its changes;
-        end_sequence, the transaction_sequence of its end marker if one arrived; and
-        is_transaction_complete (cdc_transaction_is_complete, DESIGN.md §6.1). For the staging
-        models, which already partition their rows by transaction: no shuffle of their own.
-    -#}
+    {#- Three window columns over each change's transaction (macros/_macros.yml). -#}
     count(*) over (partition by {{ partition_by }}) as transaction_change_count,
     max(case when is_transaction_end then transaction_sequence end) over (partition by {{ partition_by }})
         as end_sequence,

@@ -1,10 +1,5 @@
 {% macro cdc_typed_history(feed, source_schema, source_table) %}
-    {#-
-        Body of a typed history model (models/marts/tables/<feed>__<schema>__<table>__history.sql,
-        a view): the table's SCD type 2 versions from the history mart, one column per catalog
-        column cast from canonical text to its spark_type, with valid_from / valid_to (UTC commit
-        times), the opening and closing change positions, is_current and is_deleted.
-    -#}
+    {#- Body of a typed history model (macros/_macros.yml). -#}
     {{ cdc_typed_rows(
         'history', feed, source_schema, source_table,
         ['version_id', 'primary_key'],

@@ -1,14 +1,5 @@
 {% macro cdc_typed_rows(mart, feed, source_schema, source_table, leading_columns, trailing_columns) %}
-    {#-
-        SELECT of one table's rows of a long mart (`mart`: current_state or history, whose `row`
-        maps column → canonical text) with the catalog's columns cast to their spark_type
-        between `leading_columns` and `trailing_columns` (lists of the mart's column names).
-        The catalog's columns are cdc_typed_columns(model): the calling model's YAML columns
-        that have a `data_type`, which `cdc scaffold` writes from the seeds. Nothing is read
-        when the model compiles; the test typed_models_match_catalog compares the same columns
-        with the seeds (ADR 0035).
-        Raises a compiler error naming the model when none of its columns has a data_type.
-    -#}
+    {#- One table's rows of a long mart, typed (macros/_macros.yml). -#}
     {%- set columns = cdc_typed_columns(model) %}
     {%- if execute and not columns %}
         {{ exceptions.raise_compiler_error(

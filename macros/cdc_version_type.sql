@@ -1,5 +1,5 @@
 {% macro cdc_version_type() %}
-    {#- The SQL type of one row version (see cdc_fold_versions). -#}
+    {#- The SQL type of one row version (macros/_macros.yml). -#}
     struct<
         opened_order: struct<change_position: string, source_file: string, record_index: bigint>,
         opened_at: timestamp,

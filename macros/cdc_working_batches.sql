@@ -1,13 +1,5 @@
 {% macro cdc_working_batches(format) %}
-    {#-
-        SQL predicate on the rows of the raw table of feed format `format` (columns feed,
-        ingest_batch_id, source_file, record_offset): the row is in this run's working set
-        (cdc_working_set). Conditions on ingest_batch_id prune the raw tables' batch
-        partitions, conditions on source_file skip parquet row groups by their statistics.
-        'false' when there is nothing to read (no state to carry and no new batch) and when
-        cdc_feeds configures no feed of `format` (Spark then plans the staging model as empty
-        and reads nothing); 'true' at parse time.
-    -#}
+    {#- The raw rows in this run's working set, as a predicate (macros/_macros.yml). -#}
     {%- if not execute -%}
         {{ return('true') }}
     {%- endif -%}

@@ -1,13 +1,5 @@
 {% macro register_raw_tables() %}
-    {#-
-        Register the staging job's raw Delta tables under <lake root>/raw/
-        (python_udfs/raw_tables.py) as external tables in schema var('cdc_raw_schema'), once:
-        a Delta table needs no repair, no partition added and no refresh, since every query
-        reads its log's last version (the batches committed since the last run are in it, and
-        a column a later release added is in its schema). A raw table an earlier release
-        registered as plain parquet is registered again as Delta (ADR 0038). Called from
-        on-run-start; returns a no-op statement.
-    -#}
+    {#- Registers the raw Delta tables, once (macros/_macros.yml). -#}
     {% if execute %}
         {% set lake = env_var('CDC_LAKE_ROOT', var('cdc_lake_root')) %}
         {% if not lake.startswith('/') %}

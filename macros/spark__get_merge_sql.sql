@@ -1,13 +1,5 @@
 {% macro spark__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates) %}
-    {#-
-        The MERGE of dbt's `merge` incremental strategy on Spark: dbt-spark's statement
-        (without its merge_update_columns, merge_exclude_columns and sql_header, which no model
-        here sets), and for a model whose config `cdc_delete_column` names a boolean column of
-        its SQL that is no column of the table, a matched row where it is true is deleted and
-        an unmatched one not inserted (Delta Lake's MERGE INTO ... WHEN MATCHED ... THEN
-        DELETE); the other rows are updated or inserted column by column of the table.
-        current_state deletes the keys that are no longer live this way (ADR 0038).
-    -#}
+    {#- dbt-spark's MERGE, with deletes by `cdc_delete_column` (macros/_macros.yml). -#}
     {%- set predicates = [] if incremental_predicates is none else [] + incremental_predicates -%}
     {%- set keys = [unique_key] if unique_key is string else (unique_key or []) -%}
     {%- for key in keys -%}

@@ -1,14 +1,5 @@
 {% macro spark__get_where_subquery(relation) %}
-    {#-
-        dbt's `where` test config, with placeholders that scope a generic test to what the last
-        run changed (cdc_tests_check_all_history turns the predicates into 'true'):
-        `__cdc_touched_keys__` (cdc_touched_keys_predicate, on a test of history), `__cdc_new_changes__`
-        (cdc_new_changes_predicate, on a test of the change log),
-        `__cdc_last_generation__` (cdc_last_generation_predicate), `__cdc_new_batches__`
-        (cdc_new_batches_predicate), and
-        `__cdc_this__`, the tested relation (for a subquery on the same relation). The
-        documented way to extend `where` (dbt docs, "where").
-    -#}
+    {#- dbt's test `where`, with placeholders that scope a test (macros/_macros.yml). -#}
     {%- set where = config.get('where', '') -%}
     {%- if where -%}
         {%- if '__cdc_touched_keys__' in where -%}

@@ -1,10 +1,5 @@
 {% macro spark__load_csv_rows(model, agate_table) %}
-    {#-
-        dbt-spark's seed loader with the values written as SQL literals (cdc_string_literal)
-        instead of bound parameters: the session connection of dbt-spark 1.11 pastes a bound
-        string between quotes without escaping it, so a catalog name with a quote broke the
-        seed. Same statements otherwise: one `insert into ... values` per batch of rows.
-    -#}
+    {#- dbt-spark's seed loader, values as SQL literals (macros/_macros.yml). -#}
     {%- set batch_size = get_batch_size() -%}
     {%- set column_override = model['config'].get('column_types', {}) -%}
     {%- set statements = [] -%}

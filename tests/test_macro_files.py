@@ -57,3 +57,11 @@ def test_no_description_holds_jinja():
     # dbt renders descriptions: a macro call written in one fails the project's parse
     text = (MACROS / "_macros.yml").read_text(encoding="utf-8")
     assert "{{" not in text and "{%" not in text
+
+
+@pytest.mark.parametrize("path", MACRO_FILES, ids=lambda p: p.stem)
+def test_a_macro_file_comments_in_one_line_and_leaves_its_description_to_the_yaml(path):
+    """issue 74: each macro has one description, in macros/_macros.yml; a comment in its file
+    is one line, so the two cannot drift apart."""
+    comments = re.findall(r"\{#(.*?)#\}", path.read_text(encoding="utf-8"), re.S)
+    assert all("\n" not in comment for comment in comments), path.name

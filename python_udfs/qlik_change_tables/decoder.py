@@ -7,7 +7,7 @@ column list comes from the CSV header row and the types from the catalog seed.
 
 It reports what the file says, one raw row per record: the ``header__`` columns as text, the
 data columns as a ``map<string,string>`` of canonical text, and the column names in ordinal
-order so that the dbt macro ``qlik_mask_bit`` can decode ``header__change_mask``. Pairing of
+order so that the dbt macro ``cdc_mask_bit`` can decode ``header__change_mask``. Pairing of
 before images with their UPDATE happens in dbt (the vendor's self-join on ``change_seq``).
 
 Follows ``formats/qlik_change_tables.md`` (translated from ``seeds/qlik_change_tables_ja.txt``)
