@@ -2,7 +2,7 @@
 
 One :class:`~python_udfs.feed_format.FeedFormat` per package ``python_udfs/<format>/``. The
 staging job, ``config`` (format names and options), ``cdc scaffold`` (Spark types) and the test
-of the dbt macro ``cdc_feed_format_names`` iterate over :data:`FORMATS`; none of them names a
+of the dbt macro ``cdc_format_names`` iterate over :data:`FORMATS`; none of them names a
 format. Adding a format is a package with ``decoder.py`` and ``spec.py`` and one line here (ADR
 0013).
 """

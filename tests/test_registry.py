@@ -175,3 +175,16 @@ def test_scaffolded_types_come_from_the_feed_s_format():
         "sql": "string",
         "gone": "string",
     }
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_a_format_package_docstring_names_each_of_its_modules(fmt):
+    """issue 74: the docstring of ``python_udfs/<format>/__init__.py`` lists every module of the
+    package, so a newcomer finds the fast path beside the decoder and the spec."""
+    import importlib
+
+    package = importlib.import_module(f"python_udfs.{fmt}")
+    folder = Path(package.__file__).parent
+    modules = {p.name for p in folder.glob("*.py")} - {"__init__.py"}
+    missing = [name for name in sorted(modules) if f"``{name}``" not in package.__doc__]
+    assert not missing, (fmt, missing)
