@@ -26,9 +26,9 @@ def test_each_record_opens_with_its_title_and_status(path):
         assert list(DECISIONS.glob(f"{status[2]}-*.md")), f"{path.name}: no record {status[2]}"
 
 
-def _status_paragraph(path: Path) -> str:
-    """The record's status paragraph (line 3 up to the first blank line), as one line."""
-    lines = path.read_text(encoding="utf-8").splitlines()[2:]
+def _status_paragraph(lines: list[str]) -> str:
+    """A record's status paragraph (line 3 up to the first blank line), as one line."""
+    lines = lines[2:]
     return " ".join(lines[: lines.index("")] if "" in lines else lines)
 
 
@@ -40,12 +40,13 @@ def test_the_index_lists_every_record_with_its_title_and_status():
     rows = [line for line in index.splitlines() if line.startswith("| [")]
     expected = []
     for path in RECORDS:
-        status = _status_paragraph(path)
+        lines = path.read_text(encoding="utf-8").splitlines()
+        status = _status_paragraph(lines)
         by = sorted(set(re.findall(r"superseded by (\d{4})", status)))
         if status.startswith("Status: superseded"):
             kind = "superseded"
         else:
             kind = "accepted, in part superseded" if by else "accepted"
-        title = path.read_text(encoding="utf-8").splitlines()[0].removeprefix(f"# {path.name[:4]} ")
+        title = lines[0].removeprefix(f"# {path.name[:4]} ")
         expected.append(f"| [{path.name[:4]}]({path.name}) | {title} | {kind} | {', '.join(by)} |")
     assert rows == expected

@@ -1106,13 +1106,14 @@ def test_real_goldengate_trails_through_stage_scaffold_and_run(real_samples_run)
 def test_a_lake_of_the_last_parquet_release_is_upgraded_by_one_full_refresh(real_samples_run):
     """The upgrade of ADR 0038 (docs/operations.md, "Upgrade from the last parquet release").
     A lake the last parquet release built has raw tables of plain parquet partitions
-    registered as parquet, model tables of parquet and a view where history now is. Made so from the real samples' lake (last of its tests: the
-    full refresh leaves the same marts): the raw tables' Delta logs removed and one raw table
-    registered as parquet again, one model table rewritten as parquet, history a view. The
-    next build stops before any model with a message that names the fix; `cdc run --
-    --full-refresh` gives every raw table its Delta log (the batches of the manifest, ADR
-    0038), registers it as Delta, rebuilds every model as Delta with the same figures, and
-    every table of `cdc` and `cdc_raw` is registered as `delta` over a folder with a Delta log."""
+    registered as parquet, model tables of parquet and a view where history now is. Made so
+    from the real samples' lake (last of its tests: the full refresh leaves the same marts):
+    the raw tables' Delta logs removed and one raw table registered as parquet again, one
+    model table rewritten as parquet, history a view. The next build stops before any model
+    with a message that names the fix; `cdc run -- --full-refresh` gives every raw table its
+    Delta log (the batches of the manifest, ADR 0038), registers it as Delta, rebuilds every
+    model as Delta with the same figures, and every table of `cdc` and `cdc_raw` is
+    registered as `delta` over a folder with a Delta log."""
     project, lake, _first, last = real_samples_run
     landing = lake.parent / "landing"
     counted = summary_figures(last.stdout)
