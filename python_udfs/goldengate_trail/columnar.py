@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import codecs
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from python_udfs import canonical_arrow
 from python_udfs.byte_fields import Decline, binary, check, fixed, u16, u32
 from python_udfs.goldengate_trail import decoder as ref
 from python_udfs.goldengate_trail.decoder import GHdr, IOType, TokenId, TransInd
@@ -215,12 +215,8 @@ def _integers(
     if scale < 0 or (kind[0] == "i" and (values == np.iinfo(values.dtype).min).any()):
         return _python_values(data, lo, hi, col)
     if scale == 0:
-        return pa.array(values).cast(pa.string())
-    digits = pa.array(np.abs(values)).cast(pa.string())
-    padded = pc.utf8_lpad(digits, width=scale + 1, padding="0")
-    whole = pc.utf8_slice_codeunits(padded, 0, -scale)
-    text = pc.binary_join_element_wise(whole, pc.utf8_slice_codeunits(padded, -scale), ".")
-    return pc.if_else(pa.array(values < 0), pc.binary_join_element_wise("-", text, ""), text)
+        return canonical_arrow.integers(values)
+    return canonical_arrow.scaled_integers(np.abs(values), values < 0, scale)
 
 
 def _floats(buf: np.ndarray, data: bytes, lo: np.ndarray, hi: np.ndarray, col: _Column) -> pa.Array:
@@ -230,7 +226,7 @@ def _floats(buf: np.ndarray, data: bytes, lo: np.ndarray, hi: np.ndarray, col: _
         return _python_values(data, lo, hi, col)
     size = int(sizes[0])
     values = fixed(buf, lo, size, ">f4" if size == 4 else ">f8")
-    return pa.array([repr(v) for v in values.tolist()], pa.string())
+    return canonical_arrow.floats(values.astype(np.float64))  # native order, as Arrow reads
 
 
 def _text(buf: np.ndarray, data: bytes, lo: np.ndarray, hi: np.ndarray, col: _Column) -> pa.Array:
@@ -251,48 +247,6 @@ def _text(buf: np.ndarray, data: bytes, lo: np.ndarray, hi: np.ndarray, col: _Co
     return _utf8(buf, lo + 2, lo + 2 + length)
 
 
-_DAYS_IN_MONTH = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
-#: Byte positions of ``YYYY-MM-DD:HH:MI:SS`` (formats/goldengate_trail.md, *Values*).
-_YEAR, _MONTH, _DAY = (0, 1, 2, 3), (5, 6), (8, 9)
-_HOUR, _MINUTE, _SECOND = (11, 12), (14, 15), (17, 18)
-#: Microseconds from 1970-01-01 to 1000-01-01 and to 10000-01-01: IO Times numpy renders.
-_YEAR_1000_US = int((np.datetime64("1000-01-01", "us") - np.datetime64(0, "us")).astype(np.int64))
-_YEAR_10000_US = int((np.datetime64("9999-12-31", "us") - np.datetime64(0, "us")).astype(np.int64))
-_YEAR_10000_US += 86_400_000_000
-
-
-def _number(matrix: np.ndarray, positions: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Read the ASCII digits at ``positions`` of each row: ``(number, all were digits)``."""
-    digits = matrix[:, list(positions)].astype(np.int64) - ord("0")
-    value = np.zeros(len(matrix), dtype=np.int64)
-    for k in range(len(positions)):
-        value = value * 10 + digits[:, k]
-    return value, ((digits >= 0) & (digits <= 9)).all(axis=1)
-
-
-def _valid_dates(matrix: np.ndarray) -> np.ndarray:
-    """Return the rows whose first 10 bytes are a ``YYYY-MM-DD`` date ``datetime.date`` accepts."""
-    year, ok_year = _number(matrix, _YEAR)
-    month, ok_month = _number(matrix, _MONTH)
-    day, ok_day = _number(matrix, _DAY)
-    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
-    days = _DAYS_IN_MONTH[np.clip(month, 0, 12)] + ((month == 2) & leap)
-    dashes = (matrix[:, 4] == ord("-")) & (matrix[:, 7] == ord("-"))
-    in_range = (year >= 1) & (month >= 1) & (month <= 12) & (day >= 1) & (day <= days)
-    return ok_year & ok_month & ok_day & dashes & in_range
-
-
-def _valid_times(matrix: np.ndarray) -> np.ndarray:
-    """Return the rows whose bytes 10–18 are ``[ T:]HH:MI:SS`` of a valid time of day."""
-    hour, ok_hour = _number(matrix, _HOUR)
-    minute, ok_minute = _number(matrix, _MINUTE)
-    second, ok_second = _number(matrix, _SECOND)
-    marks = np.isin(matrix[:, 10], list(b" T:")) & (matrix[:, 13] == ord(":"))
-    marks &= matrix[:, 16] == ord(":")
-    in_range = (hour <= 23) & (minute <= 59) & (second <= 59)
-    return ok_hour & ok_minute & ok_second & marks & in_range
-
-
 def _datetimes(
     buf: np.ndarray, data: bytes, lo: np.ndarray, hi: np.ndarray, col: _Column
 ) -> pa.Array:
@@ -300,9 +254,11 @@ def _datetimes(
 
     In bulk: a DATE column (MSDT 0, LSDT ≤ 2) of ``YYYY-MM-DD…`` payloads, and a TIMESTAMP
     column (MSDT 0) of ``YYYY-MM-DD:HH:MI:SS[.f…]`` payloads, all of one length (GoldenGate
-    writes them so: formats/goldengate_trail.md, *Values*). Any other shape, a TIME, option
-    ``datetime_kind: timestamp_always`` and a value the checks here refuse go to
-    :func:`_python_values`, which renders or rejects them as the reference does.
+    writes them so: formats/goldengate_trail.md, *Values*), by
+    :func:`canonical_arrow.date_texts` and :func:`canonical_arrow.timestamp_texts`. Any other
+    shape, a TIME, option ``datetime_kind: timestamp_always``, a byte above 0x7F and a value
+    those refuse go to :func:`_python_values`, which renders or rejects them as the reference
+    does.
     """
     column, sizes = col.column, np.unique(hi - lo)
     if column.msdt != 0 or col.opts.get("datetime_kind") == "timestamp_always" or len(sizes) != 1:
@@ -310,27 +266,15 @@ def _datetimes(
     size = int(sizes[0])
     if size < 10 or (column.lsdt > 2 and size != 19 and size < 21):
         return _python_values(data, lo, hi, col)
-    matrix = buf[lo[:, None] + np.arange(size)]
-    if (matrix >= 0x80).any() or not _valid_dates(matrix).all():
+    if (buf[lo[:, None] + np.arange(size)] >= 0x80).any():
         return _python_values(data, lo, hi, col)
     if column.lsdt <= 2:
-        return _utf8(buf, lo, lo + 10)
-    fraction, ok = _number(matrix, range(20, min(size, 26)))
-    fraction *= 10 ** max(0, 26 - size)
-    ok &= _valid_times(matrix)
-    if size > 19:
-        ok &= (matrix[:, 19] == ord(".")) & _number(matrix, range(20, size))[1]
-    if size > 26 and col.opts.get("subsecond_overflow") == "reject":
-        ok &= ~(matrix[:, 26:] != ord("0")).any(axis=1)
-    if not ok.all():
-        return _python_values(data, lo, hi, col)
-    out = np.zeros((len(lo), 26), dtype=np.uint8)
-    out[:, :19] = matrix[:, :19]
-    out[:, 10], out[:, 19] = ord(" "), ord(".")
-    for k in range(6):
-        out[:, 25 - k] = ord("0") + fraction // 10**k % 10
-    start = np.arange(len(lo), dtype=np.int64) * 26
-    return _utf8(out.reshape(-1), start, start + np.where(fraction > 0, 26, 19))
+        ok, texts = canonical_arrow.date_texts(binary(buf, lo, lo + 10).cast(pa.string()))
+    else:
+        overflow = col.opts.get("subsecond_overflow", "truncate")
+        texts = binary(buf, lo, hi).cast(pa.string())
+        ok, texts = canonical_arrow.timestamp_texts(texts, overflow)
+    return texts if ok.all() else _python_values(data, lo, hi, col)
 
 
 #: The vectorized reader of each GoldenGate data type the fast path renders in bulk; every
@@ -460,32 +404,20 @@ class _Walk:
     def _io_times(self, io_time: np.ndarray) -> pa.Array:
         """Render IO Time as :func:`decoder.julian_to_text` does (null where not positive).
 
-        Once per run of equal values; times in the years 1000–9999 are rendered by numpy, any
-        other by the reference, once per distinct value (a time ``datetime`` cannot hold is the
-        reference's reject).
+        Once per run of equal values, by :func:`canonical_arrow.timestamps`; a time ``datetime``
+        cannot hold is the reference's reject.
         """
         starts = np.concatenate([np.ones(min(len(io_time), 1), bool), io_time[1:] != io_time[:-1]])
         if starts.sum() < len(io_time):  # a transaction's records share one: render it once
             texts = self._io_times(io_time[starts])
             return texts.take(pa.array(np.cumsum(starts) - 1))
-        micros = io_time - ref.JULIAN_UNIX_OFFSET_US
-        bulk = (io_time > 0) & (micros >= _YEAR_1000_US) & (micros < _YEAR_10000_US)
-        text = pa.array(np.datetime_as_string(micros[bulk].astype("datetime64[us]"), unit="s"))
-        text = pc.replace_substring(text, "T", " ")
-        fraction = micros[bulk] % 1_000_000
-        digits = pc.utf8_lpad(pa.array(fraction).cast(pa.string()), width=6, padding="0")
-        text = pc.if_else(
-            pa.array(fraction > 0), pc.binary_join_element_wise(text, digits, "."), text
+        micros = pa.array(
+            io_time - ref.JULIAN_UNIX_OFFSET_US, pa.timestamp("us"), mask=io_time <= 0
         )
-        rest = np.flatnonzero(~bulk)
-        distinct, inverse = np.unique(io_time[rest], return_inverse=True)
-        overflow = self.opts["subsecond_overflow"]
         try:
-            texts = [ref.julian_to_text(v, overflow) if v > 0 else None for v in distinct.tolist()]
-        except (ValueError, ArithmeticError) as exc:
+            return canonical_arrow.timestamps(micros, self.opts["subsecond_overflow"])
+        except (ValueError, ArithmeticError) as exc:  # no datetime: the reference's reject
             raise Decline from exc
-        merged = pa.concat_arrays([text, pa.array(texts, pa.string()).take(inverse.reshape(-1))])
-        return merged.take(pa.array(_inverse(np.concatenate([np.flatnonzero(bulk), rest]))))
 
     def _tables(self, records: _Records) -> tuple[list[ref.GGTable], np.ndarray, dict]:
         """Resolve every record's table as the reference does in file order.

@@ -13,8 +13,8 @@ columns instead of one ``dict`` per line:
    literal is a distinct number, which gives the verb, the table and the column of each
    literal. One RE2 pattern per shape (Arrow ``extract_regex``) then cuts the literals out of
    all the shape's lines at once;
-3. each column's literals are rendered by its catalog type: the common canonical spellings with
-   Arrow compute (:data:`_VECTOR_RULES`), every other literal by the reference's typing
+3. each column's literals are rendered by its catalog type: the common spellings by
+   :mod:`python_udfs.canonical_arrow` (:data:`_VECTOR_RULES`), every other literal by the reference's typing
    (:func:`decoder._column_value`), once per distinct literal;
 4. transactions (duplicates, the incomplete tail, the odd stamps the reference counts) are
    found with numpy over the COMMIT lines.
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 import zoneinfo
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from python_udfs import canonical_arrow
 from python_udfs.byte_fields import Decline, check
 from python_udfs.hirdb_update_sql import decoder as ref
 from python_udfs.hirdb_update_sql.decoder import HiRDBError, Literal, Statement
@@ -232,8 +233,8 @@ class _Walk:
         # a UTC stamp without a fraction is its own canonical text when it is a date-time
         same = np.zeros(len(stamps), dtype=bool)
         if zone is None:
-            same = _matches(stamps, rf"^\d{{4}}-\d\d-\d\d {_TIME}$")
-            same &= _valid_dates(pc.utf8_slice_codeunits(stamps, 0, 10))
+            same = _matches(stamps, r"^\d{4}-\d\d-\d\d (?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d$")
+            same &= canonical_arrow.date_texts(pc.utf8_slice_codeunits(stamps, 0, 10))[0]
         same |= masked.to_numpy(zero_copy_only=False)
         utc = pc.if_else(masked, pa.scalar(None, pa.string()), stamps)
         if not same.all():
@@ -506,21 +507,7 @@ def _map(
     return pa.MapArray.from_arrays(pa.array(offsets), keys, values.take(pa.array(flat)))
 
 
-def _matches(texts: pa.Array, pattern: str) -> np.ndarray:
-    return pc.match_substring_regex(texts, pattern).to_numpy(zero_copy_only=False)
-
-
-def _valid_dates(texts: pa.Array) -> np.ndarray:
-    """Whether each ``YYYY-MM-DD`` text is a date (the reference's range check)."""
-    distinct = pc.unique(texts)
-    valid = []
-    for text in distinct.to_pylist():
-        try:
-            ref.canonical_date(text)
-            valid.append(True)
-        except ValueError:
-            valid.append(False)
-    return np.array(valid, dtype=bool)[pc.index_in(texts, distinct).to_numpy(zero_copy_only=False)]
+_matches = canonical_arrow.matches
 
 
 def _inner(texts: pa.Array) -> pa.Array:
@@ -529,16 +516,11 @@ def _inner(texts: pa.Array) -> pa.Array:
 
 
 def _integer_rule(texts: pa.Array, column: MetadataColumn) -> tuple[np.ndarray, pa.Array]:
-    return _matches(texts, r"^(?:0|-?[1-9]\d*)$"), texts
+    return canonical_arrow.integer_texts(texts)
 
 
 def _decimal_rule(texts: pa.Array, column: MetadataColumn) -> tuple[np.ndarray, pa.Array]:
-    scale = column.scale or 0
-    if scale < 0:
-        return np.zeros(len(texts), dtype=bool), texts
-    fraction = rf"\.\d{{{scale}}}" if scale else ""
-    ok = _matches(texts, rf"^-?(?:0|[1-9]\d*){fraction}$") & ~_matches(texts, r"^-0(?:\.0*)?$")
-    return ok, texts
+    return canonical_arrow.decimal_texts(texts, column.scale or 0)
 
 
 def _interval_rule(texts: pa.Array, column: MetadataColumn) -> tuple[np.ndarray, pa.Array]:
@@ -552,23 +534,24 @@ def _text_rule(texts: pa.Array, column: MetadataColumn) -> tuple[np.ndarray, pa.
     return ok, pc.replace_substring(inner, "''", "'")
 
 
-_TIME = r"(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d"
+def _quoted(
+    texts: pa.Array, rule: Callable[[pa.Array], tuple[np.ndarray, pa.Array]]
+) -> tuple[np.ndarray, pa.Array]:
+    """Apply a date-time rule of :mod:`canonical_arrow` to the text of ``'…'`` literals."""
+    ok, rendered = rule(_inner(texts))
+    return ok & _matches(texts, r"^'[0-9 :.T-]+'$"), rendered
 
 
 def _date_rule(texts: pa.Array, column: MetadataColumn) -> tuple[np.ndarray, pa.Array]:
-    ok = _matches(texts, r"^'\d{4}-\d\d-\d\d'$")
-    inner = _inner(texts)
-    return ok & _valid_dates(inner), inner
+    return _quoted(texts, canonical_arrow.date_texts)
 
 
 def _time_rule(texts: pa.Array, column: MetadataColumn) -> tuple[np.ndarray, pa.Array]:
-    return _matches(texts, f"^'{_TIME}'$"), _inner(texts)
+    return _quoted(texts, canonical_arrow.time_texts)
 
 
 def _timestamp_rule(texts: pa.Array, column: MetadataColumn) -> tuple[np.ndarray, pa.Array]:
-    ok = _matches(texts, rf"^'\d{{4}}-\d\d-\d\d {_TIME}'$")
-    inner = _inner(texts)
-    return ok & _valid_dates(pc.utf8_slice_codeunits(inner, 0, 10)), inner
+    return _quoted(texts, canonical_arrow.timestamp_texts)
 
 
 #: The literals of each catalog base type rendered with Arrow compute: ``(texts, column) ->

@@ -41,9 +41,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
+from python_udfs import canonical_arrow
 from python_udfs.canonical import japanese_text_score, packed_decimal, scaled_digits
 from python_udfs.records import DecodeResult, FrameChains, MetadataColumn, Reject
 from python_udfs.records import RecordError as _Bad
@@ -756,13 +755,13 @@ _ColumnValues = tuple[list[Any], np.ndarray]
 
 
 def _numpy_int(block: _Block, item: Item, offset: int, width: int) -> _ColumnValues:
-    values = block.field(offset, width, _INT_DTYPES[item.kind]).tolist()
-    return [str(v) for v in values], np.ones(len(values), dtype=bool)
+    values = block.field(offset, width, _INT_DTYPES[item.kind]).astype(np.int64)
+    return canonical_arrow.integers(values).to_pylist(), np.ones(len(values), dtype=bool)
 
 
 def _numpy_float(block: _Block, item: Item, offset: int, width: int) -> _ColumnValues:
-    values = block.field(offset, width, _FLOAT_DTYPES[item.kind]).tolist()
-    return [repr(float(v)) for v in values], np.ones(len(values), dtype=bool)
+    values = block.field(offset, width, _FLOAT_DTYPES[item.kind]).astype(np.float64)
+    return canonical_arrow.floats(values).to_pylist(), np.ones(len(values), dtype=bool)
 
 
 def _numpy_packed(block: _Block, item: Item, offset: int, width: int) -> _ColumnValues:
@@ -880,23 +879,8 @@ def read_fixed_records(
 
 
 def _digit_texts(digits: np.ndarray, negative: np.ndarray, scale: int) -> list[str]:
-    """Canonical decimal texts of rows of decimal digits (most significant first).
-
-    :func:`~python_udfs.canonical.scaled_digits` of every row: by Arrow for up to 18 digits,
-    row by row beyond.
-    """
-    if digits.shape[1] > 18:
-        texts = ["".join(map(str, row)) for row in digits.tolist()]
-        return [scaled_digits(t, n, scale) for t, n in zip(texts, negative.tolist(), strict=True)]
-    powers = 10 ** np.arange(digits.shape[1] - 1, -1, -1, dtype=np.int64)
-    numbers = digits.astype(np.int64) @ powers
-    text = pa.array(numbers).cast(pa.string())
-    if scale:
-        padded = pc.utf8_lpad(text, width=scale + 1, padding="0")
-        whole = pc.utf8_slice_codeunits(padded, 0, -scale)
-        text = pc.binary_join_element_wise(whole, pc.utf8_slice_codeunits(padded, -scale), ".")
-    signed = pa.array(negative & (numbers != 0))  # a negative zero is 0
-    return pc.if_else(signed, pc.binary_join_element_wise("-", text, ""), text).to_pylist()
+    """Canonical decimal texts of rows of decimal digits (:func:`canonical_arrow.digit_rows`)."""
+    return canonical_arrow.digit_rows(digits, negative, scale).to_pylist()
 
 
 def candidate_layouts(opts: Mapping[str, Any]) -> list[Layout]:

@@ -16,7 +16,6 @@ and the real sample ``samples/qlik_ct/EDW.SAMPLE__ct/20211201-122433444.csv`` + 
 
 from __future__ import annotations
 
-import datetime as dt
 import gzip
 import io
 import itertools
@@ -28,10 +27,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from python_udfs import canonical_arrow
 from python_udfs.canonical import (
-    QLIK_INTEGER_TYPES,
-    QLIK_STRING_TYPES,
-    canonical_float,
     canonical_qlik_value,
     canonical_timestamp,
     mask_set_bits,
@@ -1077,7 +1074,9 @@ def _columnar_rows(read, counts, offsets, schema, table, is_load, layout, opts, 
         if pos is None:
             out[f"header__{name}"] = pa.nulls(n, pa.string())
         elif name == "change_mask":  # no mask is "" (normalize_mask_hex)
-            out["header__change_mask"] = _by_value(values[pos], normalize_mask_hex).fill_null("")
+            out["header__change_mask"] = canonical_arrow.by_value(
+                values[pos], normalize_mask_hex
+            ).fill_null("")
         elif name == "timestamp":
             out["header__timestamp"] = _header_timestamp(values[pos], overflow)
         else:
@@ -1126,194 +1125,35 @@ def _columnar_rows(read, counts, offsets, schema, table, is_load, layout, opts, 
     return rows
 
 
-def _by_value(array, render):
-    """Return ``render`` of each value of ``array``, computed once per distinct value.
-
-    ``render`` gets the Python object the per-record path reads (``to_pylist``) and may raise
-    ValueError; nulls stay null. Floats are rendered value by value (0.0 and -0.0, NaNs).
-    """
-    import pyarrow.compute as pc
-
-    if pa.types.is_floating(array.type):  # 0.0 and -0.0, NaNs: render each value
-        return pa.array([None if v is None else render(v) for v in array.to_pylist()], pa.string())
-    distinct = pc.unique(array)
-    texts = pa.array([None if v is None else render(v) for v in distinct.to_pylist()], pa.string())
-    return texts.take(pc.index_in(array, value_set=distinct))
-
-
 def _as_text(array):
     """Return a header column as the per-record path keeps it: text as is, others ``str()``."""
     if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
         return array.cast(pa.string())
-    return _by_value(array, str)
+    return canonical_arrow.by_value(array, str)
 
 
 def _header_timestamp(array, overflow: str):
     """Return ``header__timestamp`` as canonical UTC text; empty text stays empty."""
+    import pyarrow.compute as pc
+
+    def render(value):
+        return value if value == "" else canonical_timestamp(value, overflow)
+
     if pa.types.is_timestamp(array.type):
-        return _timestamp_text(array, overflow)
-    if pa.types.is_string(array.type):
-        import pyarrow.compute as pc
-
-        empty = pc.equal(array, "")
-        rendered = _text_timestamps(pc.if_else(empty, None, array), overflow)
-        if rendered is not None:
-            return pc.if_else(empty, "", rendered)
-    return _by_value(array, lambda v: v if v == "" else canonical_timestamp(v, overflow))
-
-
-def _matches_all(array, pattern: str) -> bool:
-    """Whether every non-null value of a string array matches ``pattern`` (and one is there)."""
-    import pyarrow.compute as pc
-
-    return bool(pc.all(pc.match_substring_regex(array, pattern)).as_py())
-
-
-def _text_integers(array):
-    """Integer text as :func:`canonical_integer` renders it, by Arrow; ``None`` when unsure.
-
-    Only ``-?`` and up to 18 ASCII digits (Arrow's int64 holds them); anything else (a ``+``,
-    spaces, more digits, not a number) is left to :func:`_by_value`.
-    """
-    if not _matches_all(array, r"^-?[0-9]{1,18}$"):
-        return None
-    return array.cast(pa.int64()).cast(pa.string())
-
-
-def _text_decimals(array, scale: int):
-    """Decimal text as :func:`canonical_decimal` renders it with ``scale``, by Arrow; or ``None``.
-
-    Only ``-?`` digits with at most ``scale`` fraction digits and at most 28 digits in all
-    (the precision of Python's decimal context, which the per-record path uses): Arrow's
-    decimal128 then pads the fraction to the scale and drops leading zeros and the sign of a
-    zero, as the per-record path does.
-    """
-    whole = 28 - scale
-    fraction = rf"(\.[0-9]{{1,{scale}}})?" if scale else ""
-    if whole < 1 or not _matches_all(array, rf"^-?[0-9]{{1,{whole}}}{fraction}$"):
-        return None
-    return array.cast(pa.decimal128(38, scale)).cast(pa.string())
-
-
-def _text_timestamps(array, overflow: str):
-    """Timestamp text as :func:`canonical_timestamp` renders it, by Arrow; ``None`` when unsure.
-
-    Only ``YYYY-MM-DD`` and ``HH:MM:SS`` in ASCII digits, a space, ``T`` or ``:`` between
-    them and an optional fraction, with a time of day the pattern checks (hour 00-23, minute
-    and second 00-59) and a date that exists (checked once per distinct date; year 0 is not a
-    year) and, with ``overflow: reject``, at most six fraction digits. The fraction is cut to
-    six digits and left out when zero.
-    """
-    import pyarrow.compute as pc
-
-    if not _matches_all(
-        array,
-        r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T:](?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]+)?$",
-    ):
-        return None
-    if overflow == "reject" and pc.any(pc.greater(pc.utf8_length(array), 26)).as_py():
-        return None
-    dates = pc.utf8_slice_codeunits(array, 0, 10)
-    for date in pc.unique(dates).to_pylist():
-        if date is None:
-            continue
-        try:
-            dt.date(int(date[:4]), int(date[5:7]), int(date[8:10]))
-        except ValueError:  # 2023-02-29, year 0
-            return None
-    whole = pc.binary_join_element_wise(dates, pc.utf8_slice_codeunits(array, 11, 19), " ")
-    digits = pc.utf8_rpad(pc.utf8_slice_codeunits(array, 20, 26), width=6, padding="0")
-    fraction = pc.if_else(
-        pc.equal(digits, "000000"), "", pc.binary_join_element_wise(".", digits, "")
+        return canonical_arrow.timestamps(array, overflow)
+    if not pa.types.is_string(array.type):
+        return canonical_arrow.by_value(array, render)
+    ok, texts = canonical_arrow.timestamp_texts(array, overflow)
+    empty = pc.equal(array, "").fill_null(False)
+    texts = pc.if_else(empty, "", texts)
+    return canonical_arrow.or_by_value(
+        ok | empty.to_numpy(zero_copy_only=False), texts, array, render
     )
-    return pc.binary_join_element_wise(whole, fraction, "")
 
 
 def _render_column(array, column: MetadataColumn, overflow: str):
-    """Return one data column as canonical text (:func:`canonical_qlik_value` of each value)."""
-    kind = column.source_type.upper()
-    scale = column.scale or 0
-    arrow_type = array.type
-    if kind in QLIK_STRING_TYPES and pa.types.is_string(arrow_type):
-        return array
-    if kind in QLIK_INTEGER_TYPES and pa.types.is_integer(arrow_type):
-        return array.cast(pa.string())
-    if (
-        kind in ("NUMERIC", "DECIMAL")
-        and pa.types.is_decimal(arrow_type)
-        and arrow_type.scale == scale
-    ):
-        return array.cast(pa.string())
-    if kind == "DATETIME" and pa.types.is_timestamp(arrow_type):
-        return _timestamp_text(array, overflow)
-    if kind in ("REAL4", "REAL8") and pa.types.is_floating(arrow_type):
-        return _float_texts(array)
-    if pa.types.is_string(arrow_type):  # delimited text
-        rendered = None
-        if kind in QLIK_INTEGER_TYPES:
-            rendered = _text_integers(array)
-        elif kind in ("NUMERIC", "DECIMAL"):
-            rendered = _text_decimals(array, scale)
-        elif kind == "DATETIME":
-            rendered = _text_timestamps(array, overflow)
-        if rendered is not None:
-            return rendered
-    return _by_value(array, lambda v: canonical_qlik_value(v, column.source_type, scale, overflow))
-
-
-def _float_texts(array):
-    """Return floats as :func:`canonical_float` renders them: ``repr`` of the double.
-
-    Arrow writes the same shortest digits as ``repr``; where ``repr`` writes them without an
-    exponent (zero, and magnitudes from 1e-4 to below 1e16) and Arrow does too, its text is
-    ``repr``'s once a ``.0`` is added to a whole number. Every other value (exponents, NaNs,
-    infinities) is rendered value by value. A REAL4 value is widened to a double first, as the
-    per-record path reads it.
-    """
-    import numpy as np
-    import pyarrow.compute as pc
-
-    doubles = array.cast(pa.float64())
-    texts = doubles.cast(pa.string())
-    magnitude = np.abs(doubles.to_numpy(zero_copy_only=False))
-    with np.errstate(invalid="ignore"):
-        fixed = (magnitude == 0) | ((magnitude >= 1e-4) & (magnitude < 1e16))
-    fixed &= ~pc.match_substring(texts, "e").fill_null(True).to_numpy(zero_copy_only=False)
-    whole = pc.invert(pc.match_substring(texts, "."))
-    texts = pc.if_else(whole, pc.binary_join_element_wise(texts, ".0", ""), texts)
-    if fixed[doubles.is_valid().to_numpy(zero_copy_only=False)].all():
-        return texts
-    each = _by_value(doubles, canonical_float)
-    return pc.if_else(pa.array(fixed), texts, each)
-
-
-def _timestamp_text(array, overflow: str):
-    """Return timestamps as ``YYYY-MM-DD HH:MM:SS[.ffffff]`` in UTC (:func:`canonical_timestamp`).
-
-    Arrow formats the seconds and appends six fraction digits where the fraction is not zero.
-    Units finer than microseconds, and years before 1000 or after 9999, render value by value.
-    """
-    import numpy as np
-    import pyarrow.compute as pc
-
-    unit = array.type.unit
-    if unit == "ns":
-        return _by_value(array, lambda v: canonical_timestamp(v, overflow))
-    per_second = {"s": 1, "ms": 1_000, "us": 1_000_000}[unit]
-    ticks = array.cast(pa.timestamp(unit)).cast(pa.int64())
-    raw = ticks.to_numpy(zero_copy_only=False)
-    valid = ~np.asarray(ticks.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    raw = np.where(valid, raw, 0).astype(np.int64)
-    seconds = np.floor_divide(raw, per_second)
-    micros = (raw - seconds * per_second) * (1_000_000 // per_second)
-    # years 1000-9999: four digits from both strftime implementations
-    if valid.any() and (seconds[valid].min() < -30610224000 or seconds[valid].max() > 253402300799):
-        return _by_value(array, lambda v: canonical_timestamp(v, overflow))
-    whole = pc.strftime(pa.array(seconds, pa.timestamp("s")), format="%Y-%m-%d %H:%M:%S")
-    fraction = pc.utf8_lpad(pa.array(micros).cast(pa.string()), width=6, padding="0")
-    fraction = pc.if_else(pa.array(micros != 0), pc.binary_join_element_wise(".", fraction, ""), "")
-    text = pc.binary_join_element_wise(whole, fraction, "")
-    return pc.if_else(pa.array(valid), text, pa.nulls(len(array), pa.string()))
+    """Return one data column as canonical text (:func:`canonical_arrow.qlik_values`)."""
+    return canonical_arrow.qlik_values(array, column.source_type, column.scale or 0, overflow)
 
 
 def _check_headers_columnar(out: dict, column_count: int, opts) -> None:
@@ -1325,7 +1165,7 @@ def _check_headers_columnar(out: dict, column_count: int, opts) -> None:
     import pyarrow.compute as pc
 
     seqs = out["header__change_seq"]
-    if seqs.null_count or not _matches_all(seqs, r"^[0-9]{35}$"):
+    if seqs.null_count or not canonical_arrow.matches(seqs, r"^[0-9]{35}$").all():
         raise _NotColumnar("a change_seq that is not 35 digits")
     opers, operations = out["header__change_oper"], out["header__operation"]
     if opers.null_count or not pc.all(pc.is_in(opers, pa.array(list(_OPERATIONS)))).as_py():

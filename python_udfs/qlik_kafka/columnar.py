@@ -17,8 +17,7 @@ data message, go through the reference one by one and settle the catalog; the da
 messages are grouped by the table they resolve to (:func:`decoder._resolve`); per table the
 headers are checked over whole columns (:func:`decoder._checked_headers`) and the masks once
 per distinct pair (:func:`decoder._masks`, :func:`decoder._check_present`); each data column
-is rendered by the change tables' Arrow renderer
-(:func:`python_udfs.qlik_change_tables.decoder._render_column`, the text of
+is rendered by :func:`python_udfs.canonical_arrow.qlik_values` (the text of
 :func:`python_udfs.canonical.canonical_qlik_value`); ``data`` / ``before_data`` become maps
 without the columns a message leaves absent (a clear ``columnMask`` bit, a missing key).
 
@@ -50,8 +49,8 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 import simdjson
 
+from python_udfs import canonical_arrow
 from python_udfs.byte_fields import Decline, binary, check
-from python_udfs.qlik_change_tables.decoder import _render_column, _text_timestamps
 from python_udfs.qlik_kafka import decoder as ref
 from python_udfs.qlik_kafka.decoder import KafkaCatalog, TableMeta
 from python_udfs.records import DecodeResult
@@ -836,12 +835,8 @@ def _timestamps(values: Any, opts: Mapping[str, Any]) -> pa.Array:
     """``headers.timestamp`` as canonical UTC text (:func:`decoder._header_time`)."""
     texts = _none_if_empty(_arrow_of(values, pa.string(), _TEXT))
     overflow = opts["subsecond_overflow"]
-    rendered = _text_timestamps(texts, overflow) if texts.null_count < len(texts) else texts
-    if rendered is not None:
-        return rendered
-    distinct = pc.unique(texts)
-    out = [None if v is None else ref._header_time(v, overflow) for v in distinct.to_pylist()]
-    return pa.array(out, pa.string()).take(pc.index_in(texts, distinct))
+    ok, rendered = canonical_arrow.timestamp_texts(texts, overflow)
+    return canonical_arrow.or_by_value(ok, rendered, texts, lambda v: ref._header_time(v, overflow))
 
 
 _MASK_TYPES = {str, bytes, _NONE}
@@ -950,7 +945,7 @@ def _rendered(values: Any, here: np.ndarray, column, overflow: str, float_kinds)
             return pa.nulls(len(array), pa.string())
         check(any(test(array.type) for test in _RENDERED_TYPES))
         check(floats or not pa.types.is_floating(array.type))
-        return _render_column(array, column, overflow).cast(pa.string())
+        return canonical_arrow.qlik_values(array, column.source_type, column.scale or 0, overflow)
     except ValueError as exc:
         raise Decline from exc
 
