@@ -9,12 +9,50 @@ its format's per-record decoder, the reference, reads the file instead.
 
 from __future__ import annotations
 
+import functools
+import traceback
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
 
 class Decline(Exception):  # noqa: N818 - a signal, not an error: the reference path decodes
-    """The file holds something the fast path leaves to the per-record reference path."""
+    """The file holds something the fast path leaves to the per-record reference path.
+
+    Its message, when it has one, says what (``option envelope: absent``); :func:`reason`
+    names the fast-path function that raised one without a message.
+    """
+
+
+def reason(exc: BaseException) -> str:
+    """Say why a fast path left a file to the reference, for the staging summary.
+
+    ``declined: <message>`` for a :class:`Decline` with a message, ``declined in <function>``
+    (the innermost frame outside this module: where :func:`check` failed) for one without,
+    ``<exception type>: <message>`` for any other exception (a fast-path bug).
+    """
+    if not isinstance(exc, Decline):
+        return f"{type(exc).__name__}: {exc}"
+    if str(exc):
+        return f"declined: {exc}"
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+    return f"declined in {frames[-1].name}" if frames else "declined"
+
+
+def none_when_declined(fast: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a fast path that raises :class:`Decline` into one that returns None instead."""
+
+    @functools.wraps(fast)
+    def decode(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fast(*args, **kwargs)
+        except Decline:
+            return None
+
+    decode.__doc__ = f"Return :func:`{fast.__name__}`'s result, or None where it declines."
+    return decode
 
 
 def check(ok: np.ndarray | bool) -> None:

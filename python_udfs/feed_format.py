@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from python_udfs.byte_fields import reason
 from python_udfs.records import DecodeResult, MetadataColumn
 
 STR, I64, I32, BOOL = pa.string(), pa.int64(), pa.int32(), pa.bool_()
@@ -43,19 +44,22 @@ def fast_or_reference(
 ) -> DecodeResult:
     """Decode ``content`` by a format's fast path, or by its per-record reference.
 
-    With ``columnar`` (:attr:`FileToDecode.columnar`) ``fast`` decodes first; when it leaves
-    the file to the reference (returns None) or raises (a bug, which the fast path's tests
-    see: it must cost speed, never the file's rows), and without ``columnar``, ``reference``
-    decodes it (issue 47, ADR 0029). Both take ``content`` and the same keyword ``arguments``.
+    With ``columnar`` (:attr:`FileToDecode.columnar`) ``fast`` decodes first. When it leaves
+    the file to the reference (raises :class:`~python_udfs.byte_fields.Decline`), or raises
+    anything else (a bug: it must cost speed, never the file's rows), ``reference`` decodes the
+    file and the result's ``fast_path_fallback`` says why (:func:`byte_fields.reason`; the
+    staging summary counts them). Without ``columnar`` ``reference`` decodes it (issue 47, ADR
+    0029). Both take ``content`` and the same keyword ``arguments``.
     """
-    if columnar:
-        try:
-            result = fast(content, **arguments)
-        except Exception:  # noqa: BLE001 - the reference reads the file instead
-            result = None
-        if result is not None:
-            return result
-    return reference(content, **arguments)
+    if not columnar:
+        return reference(content, **arguments)
+    try:
+        return fast(content, **arguments)
+    except Exception as exc:  # noqa: BLE001 - the reference reads the file instead
+        why = reason(exc)
+    result = reference(content, **arguments)
+    result.fast_path_fallback = why
+    return result
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,7 +106,9 @@ class DecodeResult:
     is either in a row or in a reject. ``warnings`` are file-level notes (counts, fallbacks).
     ``table`` is set instead of ``rows`` by a decoder asked for columnar output that could
     decode the whole file that way: a ``pyarrow.Table`` of the same columns as ``rows`` would
-    hold (map columns as Arrow maps), in file order.
+    hold (map columns as Arrow maps), in file order. ``fast_path_fallback`` says why a file
+    asked for by column was decoded by the reference instead (the fast path's reason or
+    exception, :func:`python_udfs.feed_format.fast_or_reference`); None otherwise.
     """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -115,6 +117,7 @@ class DecodeResult:
     metadata: list[MetadataColumn] = field(default_factory=list)
     consumed_end: int = 0
     warnings: list[str] = field(default_factory=list)
+    fast_path_fallback: str | None = None
 
 
 class FrameChains:

@@ -143,6 +143,19 @@ def arrow_schema(table: str) -> pa.Schema:
     return pa.schema(RAW_TABLES[table])
 
 
+#: How a manifest row's ``warnings`` say that the format's fast path left the file to its
+#: per-record reference, followed by the reason (:attr:`DecodeResult.fast_path_fallback`).
+FALLBACK_WARNING = "fast path fell back: "
+
+
+def fallback_reason(info: Mapping[str, Any]) -> str | None:
+    """Return why the fast path left a manifest row's file to the reference, or None."""
+    for warning in info.get("warnings") or ():
+        if warning.startswith(FALLBACK_WARNING):
+            return warning.removeprefix(FALLBACK_WARNING)
+    return None
+
+
 def written_schema() -> pa.Schema:
     """Return what the decode-and-write pass hands back to the driver, one row per file.
 
@@ -189,7 +202,7 @@ NOT_RESTAGED_REASONS = ("prefix_changed",)
 
 @dataclass(slots=True)
 class StageSummary:
-    """What one staging run did, per feed: files, rows, rejects and refused files."""
+    """What one staging run did, per feed: files, rows, rejects, fast-path fallbacks, refusals."""
 
     ingest_batch_id: str
     files_seen: int = 0
@@ -198,6 +211,8 @@ class StageSummary:
     files_refused: list[str] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
     rejects: dict[str, int] = field(default_factory=dict)
+    #: Per feed, how many files the fast path left to the per-record decoder, by reason.
+    fallbacks: dict[str, collections.Counter] = field(default_factory=dict)
     per_file: list[dict[str, Any]] = field(default_factory=list)
     #: Wall seconds the staging run took (set by ``cdc stage`` / ``cdc run``; 0.0 otherwise).
     seconds: float = 0.0
@@ -332,7 +347,8 @@ def file_outputs(
         rejects=len(result.rejects),
         reject_bytes=sum(r.length for r in result.rejects),
         status="ingested" if whole else "partial",
-        warnings=result.warnings,
+        warnings=result.warnings
+        + ([FALLBACK_WARNING + result.fast_path_fallback] if result.fast_path_fallback else []),
         message=None
         if whole
         else f"{size - end} bytes of an incomplete record left for the next run"
@@ -1474,6 +1490,9 @@ class Stager:
             reasons.setdefault(info["feed"], collections.Counter()).update(
                 dict(row["reject_reasons"] or [])
             )
+            fell_back = fallback_reason(info)
+            if fell_back is not None:
+                summary.fallbacks.setdefault(info["feed"], collections.Counter())[fell_back] += 1
         files = collections.Counter(info["feed"] for info in summary.per_file)
         for feed, count in sorted(files.items()):
             rows, rejects = summary.rows.get(feed, 0), summary.rejects.get(feed, 0)
@@ -1482,10 +1501,20 @@ class Stager:
                 f"    {feed}: {count} file(s) decoded, {rows} rows, {rejects} rejects"
                 + (f" ({why}; `cdc rejects` lists them)" if why else "")
             )
+            fallbacks = summary.fallbacks.get(feed)
+            if fallbacks:
+                self.log(
+                    f"    {feed}: the fast path left {sum(fallbacks.values())} file(s) to the "
+                    "per-record decoder ("
+                    + "; ".join(f"{r}: {n}" for r, n in sorted(fallbacks.items()))
+                    + "; `--verbose` names them)"
+                )
         for info in sorted(summary.per_file, key=lambda i: (i["feed"], i["source_file"])):
+            fell_back = fallback_reason(info)
             self.detail(
                 f"      {info['feed']}: {info['source_file']} [{info['status']}] "
                 f"bytes {info['byte_start']}-{info['byte_end']}, {info['rows']} rows, {info['rejects']} rejects"
+                + (f" (fast path fell back: {fell_back})" if fell_back else "")
             )
         for name in summary.files_refused:
             self.log(f"  REFUSED {name}: its already-ingested prefix changed (see raw_rejects)")

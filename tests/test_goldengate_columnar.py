@@ -171,11 +171,12 @@ def test_a_fast_path_that_fails_leaves_the_trail_to_the_reference(samples_gg, mo
     def failing(*args, **kwargs):
         raise IndexError("a bug")
 
-    monkeypatch.setattr(columnar, "decode_columnar", failing)
+    monkeypatch.setattr(columnar, "decode_or_decline", failing)
     context = {"definitions": defs, "options": {}}
     result = spec.decode(data, FileToDecode("tc000000", context, 0, 0, None, True, True))
     reference = decode_trail_file(data, file_name="tc000000", definitions=defs, final=True)
     assert result.rows and result.table is None
+    assert result.fast_path_fallback == "IndexError: a bug"
     assert_same(result, reference)
 
 

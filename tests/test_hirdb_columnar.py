@@ -195,10 +195,11 @@ def test_a_fast_path_that_fails_leaves_the_file_to_the_per_line_path(monkeypatch
     def failing(*args, **kwargs):
         raise IndexError("a bug")
 
-    monkeypatch.setattr(columnar, "decode_columnar", failing)
+    monkeypatch.setattr(columnar, "decode_or_decline", failing)
     context = {"catalog": None, "options": {}}
     result = spec.decode(data, FileToDecode("SQLTXT_SV1_DST1", context, 0, 0, None, True, True))
     assert result.rows and result.table is None
+    assert result.fast_path_fallback == "IndexError: a bug"
     reference = decode_update_sql_file(data, file_name="SQLTXT_SV1_DST1", final=True)
     assert_same(result, reference)
 

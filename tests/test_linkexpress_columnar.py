@@ -136,11 +136,12 @@ def test_a_fast_path_that_fails_leaves_the_file_to_the_reference(monkeypatch):
     def failing(*args, **kwargs):
         raise IndexError("a bug")
 
-    monkeypatch.setattr(columnar, "decode_columnar", failing)
+    monkeypatch.setattr(columnar, "decode_or_decline", failing)
     data = INSERT + INSERT + COMMIT
     context = {"catalog": CATALOG, "extraction_ids": {3: ORDERS}, "options": {"unit": "group"}}
     result = spec.decode(data, FileToDecode("G.dat", context, 0, 0, None, True, True))
     assert len(result.rows) == 3 and result.table is None
+    assert result.fast_path_fallback == "IndexError: a bug"
     reference = decode_extract_file(
         data,
         file_name="G.dat",

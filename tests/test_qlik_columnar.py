@@ -437,3 +437,21 @@ def test_floats_render_by_arrow_as_repr_of_the_double(values, kind):
     column = MetadataColumn("S", "T", None, "C", 1, kind, None, None, 0, 0, None, "c")
     expected = [None if v is None else canonical_float(v) for v in array.to_pylist()]
     assert _render_column(array, column, "truncate").to_pylist() == expected
+
+
+def test_a_fast_path_fallback_is_recorded_with_its_reason(monkeypatch):
+    """A declined file and a failing fast path both decode alike and say why (issue 74)."""
+    from python_udfs.qlik_change_tables import decoder
+
+    data = _parquet()
+    declined, reference = _both(data, options={"update_unmasked_columns": "absent"})
+    assert declined.table is None and reference.fast_path_fallback is None
+    assert declined.fast_path_fallback == "declined: option update_unmasked_columns: absent"
+
+    def failing(*args):
+        raise IndexError("a bug")
+
+    monkeypatch.setattr(decoder, "_columnar_rows", failing)
+    failed, reference = _both(data)
+    assert failed.fast_path_fallback == "IndexError: a bug"
+    assert _rows(failed) == _rows(reference)

@@ -337,11 +337,12 @@ def test_a_fast_path_that_fails_leaves_the_dump_to_the_reference(monkeypatch, si
     def failing(*args, **kwargs):
         raise IndexError("a bug")
 
-    monkeypatch.setattr(columnar, "decode_columnar", failing)
+    monkeypatch.setattr(columnar, "decode_or_decline", failing)
     catalog = scanned(data, name)
     context = {"kafka_catalog": catalog, "options": {}}
     result = spec.decode(data, FileToDecode(name, context, 0, 0, None, True, True))
     assert result.rows and result.table is None
+    assert result.fast_path_fallback == "IndexError: a bug"
     assert_same(result, decode_dump_file(data, file_name=name, catalog=scanned(data, name)))
 
 

@@ -421,3 +421,43 @@ def test_gunzip_reads_concatenated_members_and_says_where_a_stream_stops_short(t
     assert bytes(got.data) == body and got.cut[0] == "truncated_gzip"
     path.write_bytes(b"")
     assert gunzip_file(path) == type(got)(bytearray(), 0, None)
+
+
+def test_a_fast_path_that_raises_is_counted_per_feed_and_reason_and_its_file_named(
+    tmp_path, monkeypatch
+):
+    """issue 74: a fast-path fallback is never silent. The file lands as the reference reads
+    it, its manifest row says why, the summary counts it per feed and reason, and the per-file
+    lines (``cdc run --verbose``) name it."""
+    from python_udfs.config import FeedConfig, ProjectConfig
+    from python_udfs.hirdb_update_sql import columnar
+    from python_udfs.staging import Stager, fallback_reason
+
+    def failing(*args, **kwargs):
+        raise IndexError("a bug")
+
+    monkeypatch.setattr(columnar, "decode_or_decline", failing)
+    feed_dir = tmp_path / "landing" / "h"
+    feed_dir.mkdir(parents=True)
+    statement = b'/* 2024-02-01 09:00:00 */ DELETE FROM "S"."T" WHERE "K"=%d;\nCOMMIT;\n'
+    for n in (1, 2):
+        (feed_dir / f"SQLTXT_SV1_DST1.00{n}").write_bytes(statement % n)
+    config = ProjectConfig(
+        project_dir=tmp_path,
+        landing_root=tmp_path / "landing",
+        lake_root=tmp_path / "lake",
+        feeds={"h": FeedConfig("h", "hirdb_update_sql", feed_dir)},
+        catalog={},
+        spark_types={},
+        table_identifiers={},
+    )
+    log, detail = [], []
+    summary = Stager(None, config, log.append, detail.append).stage()
+    assert summary.files_ingested == 2
+    assert summary.fallbacks == {"h": {"IndexError: a bug": 2}}
+    assert [fallback_reason(info) for info in summary.per_file] == ["IndexError: a bug"] * 2
+    assert any(
+        "left 2 file(s) to the per-record decoder (IndexError: a bug: 2" in line for line in log
+    )
+    named = [line for line in detail if "fast path fell back: IndexError: a bug" in line]
+    assert len(named) == 2 and "h/SQLTXT_SV1_DST1.002" in named[1]

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from python_udfs import canonical_arrow
-from python_udfs.byte_fields import Decline, binary, check, fixed, u16, u32
+from python_udfs.byte_fields import Decline, binary, check, fixed, none_when_declined, u16, u32
 from python_udfs.goldengate_trail import decoder as ref
 from python_udfs.goldengate_trail.decoder import GHdr, IOType, TokenId, TransInd
 from python_udfs.records import DecodeResult
@@ -78,7 +78,7 @@ _INT_SIZES = {130: "i2", 131: "u2", 132: "i4", 133: "u4", 134: "i8", 135: "u8"}
 _NUMBER_TEXT_SUBTYPES = (2, 3, 27, 37)
 
 
-def decode_columnar(
+def decode_or_decline(
     data: bytes,
     *,
     file_name: str,
@@ -91,9 +91,9 @@ def decode_columnar(
     """Decode one trail as :func:`decoder.decode_trail_file` does, its rows as ``result.table``.
 
     Same arguments and the same result, except that the rows are one ``pyarrow.Table`` (the
-    reference's row keys as columns, rows in RBA order) and ``result.rows`` is empty. Returns
-    None when the trail holds something only the reference path reads (the module's
-    docstring lists what); never raises for bad input.
+    reference's row keys as columns, rows in RBA order) and ``result.rows`` is empty. Raises
+    :class:`Decline` when the trail holds something only the reference path reads (the
+    module's docstring lists what); never raises anything else for bad input.
     """
     opts = {**ref.DEFAULT_OPTIONS, **(options or {})}
     final = final or opts["incomplete_tail"] == "reject"
@@ -101,11 +101,11 @@ def decode_columnar(
     state = ref._open_trail(data, file_name, definitions, opts, final, result)
     if state is None:
         return result
-    try:
-        _Walk(state, opts, result, start, start_index, final).run()
-    except Decline:
-        return None
+    _Walk(state, opts, result, start, start_index, final).run()
     return result
+
+
+decode_columnar = none_when_declined(decode_or_decline)
 
 
 def _walk_entries(

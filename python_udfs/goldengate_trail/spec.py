@@ -150,7 +150,7 @@ def decoder_context(feed, config, catalog, scanned) -> dict[str, Any]:
 def decode(content: bytes, file: FileToDecode) -> DecodeResult:
     """Decode one trail from byte ``start`` with the feed's table definitions.
 
-    With ``file.columnar`` the fast path (:func:`columnar.decode_columnar`) builds the rows as
+    With ``file.columnar`` the fast path (:func:`columnar.decode_or_decline`) builds the rows as
     an Arrow table; a trail it leaves alone or fails on (an exception of the fast path is a bug,
     which the tests see), and every trail without ``file.columnar``, takes the per-record
     reference path (:func:`decoder.decode_trail_file`).
@@ -164,7 +164,7 @@ def decode(content: bytes, file: FileToDecode) -> DecodeResult:
         "final": file.final,
     }
     return fast_or_reference(
-        columnar.decode_columnar, decoder.decode_trail_file, content, file.columnar, **arguments
+        columnar.decode_or_decline, decoder.decode_trail_file, content, file.columnar, **arguments
     )
 
 

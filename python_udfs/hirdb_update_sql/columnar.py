@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from python_udfs import canonical_arrow
-from python_udfs.byte_fields import Decline, check
+from python_udfs.byte_fields import Decline, check, none_when_declined
 from python_udfs.hirdb_update_sql import decoder as ref
 from python_udfs.hirdb_update_sql.decoder import HiRDBError, Literal, Statement
 from python_udfs.records import DecodeResult, MetadataColumn
@@ -75,7 +75,7 @@ _MAX_SHAPES = 512
 _RE2_SPECIAL = frozenset("\\.^$|?*+()[]{}")
 
 
-def decode_columnar(
+def decode_or_decline(
     data: bytes,
     *,
     file_name: str,
@@ -89,17 +89,18 @@ def decode_columnar(
 
     Same arguments and result, except that the rows are one ``pyarrow.Table``
     (``result.table``: the reference's row keys as columns, rows in line order) and
-    ``result.rows`` is empty. Returns None when the file holds something only the reference
-    reads (the module's docstring lists what); never raises for bad input.
+    ``result.rows`` is empty. Raises :class:`Decline` when the file holds something only the
+    reference reads (the module's docstring lists what); never raises anything else for bad
+    input.
     """
     opts = {**ref.DEFAULT_OPTIONS, **(options or {})}
     if opts["quote_escape"] != "doubled":
-        return None
+        raise Decline(f"option quote_escape: {opts['quote_escape']}")
     final = final or opts["incomplete_tail"] == "reject"
-    try:
-        return _Walk(data, file_name, catalog, opts, start, final).run()
-    except Decline:
-        return None
+    return _Walk(data, file_name, catalog, opts, start, final).run()
+
+
+decode_columnar = none_when_declined(decode_or_decline)
 
 
 _COMMIT, _EVENT, _STATEMENT = 0, 1, 2

@@ -96,7 +96,7 @@ def check_options(where: str, options: Mapping[str, Any]) -> None:
 def decode(content: bytes, file: FileToDecode) -> DecodeResult:
     """Decode one update-SQL file from byte ``start`` (types from the catalog seed).
 
-    With ``file.columnar`` the fast path (:func:`columnar.decode_columnar`) builds the rows as
+    With ``file.columnar`` the fast path (:func:`columnar.decode_or_decline`) builds the rows as
     an Arrow table; a file it leaves alone or fails on takes the per-line path with the regular
     shapes read by regular expression (:func:`decoder.fast_statement`). Without
     ``file.columnar`` every statement takes the reference path (the tokenizer and parser): the
@@ -112,7 +112,7 @@ def decode(content: bytes, file: FileToDecode) -> DecodeResult:
     }
     per_line = functools.partial(decoder.decode_update_sql_file, reference=not file.columnar)
     return fast_or_reference(
-        columnar.decode_columnar, per_line, content, file.columnar, **arguments
+        columnar.decode_or_decline, per_line, content, file.columnar, **arguments
     )
 
 

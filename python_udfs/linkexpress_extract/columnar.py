@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from python_udfs.byte_fields import Decline, check, u16
+from python_udfs.byte_fields import Decline, check, none_when_declined, u16
 from python_udfs.linkexpress_extract import decoder as ref
 from python_udfs.linkexpress_extract.decoder import Item, Operation
 from python_udfs.records import DecodeResult, MetadataColumn
@@ -46,7 +46,7 @@ _EACH_KINDS = ("DATE", "TIME", "TIMESTAMP", "INTERVAL")
 _PAD = 16
 
 
-def decode_columnar(
+def decode_or_decline(
     data: bytes,
     *,
     file_name: str,
@@ -58,9 +58,9 @@ def decode_columnar(
     """Decode one extract file as :func:`decoder.decode_extract_file` does, as ``result.table``.
 
     Same arguments and result, except that the rows are one ``pyarrow.Table`` (the reference's
-    row keys as columns, in file order) and ``result.rows`` is empty. Returns None when the file
-    holds something only the reference reads (the module's docstring lists what); never raises
-    for bad input.
+    row keys as columns, in file order) and ``result.rows`` is empty. Raises :class:`Decline`
+    when the file holds something only the reference reads (the module's docstring lists
+    what); never raises anything else for bad input.
     """
     opts = {**ref.DEFAULT_OPTIONS, **(options or {})}
     result = DecodeResult(consumed_end=len(data))
@@ -68,12 +68,12 @@ def decode_columnar(
     if settled is None:
         return result
     if not settled.layout.has_length:
-        return None
-    try:
-        _Walk(data, settled, file_name, file_table, opts, result).run()
-    except Decline:
-        return None
+        raise Decline(f"layout {settled.layout.letter} without record lengths")
+    _Walk(data, settled, file_name, file_table, opts, result).run()
     return result
+
+
+decode_columnar = none_when_declined(decode_or_decline)
 
 
 class _Walk:

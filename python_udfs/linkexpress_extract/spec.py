@@ -163,7 +163,7 @@ def _interval_fields_problem(fields: Any) -> str | None:
 def decode(content: bytes, file: FileToDecode) -> DecodeResult:
     """Decode one whole extract file; its table comes from its folder or the options.
 
-    With ``file.columnar`` the fast path (:func:`columnar.decode_columnar`) builds the rows as
+    With ``file.columnar`` the fast path (:func:`columnar.decode_or_decline`) builds the rows as
     an Arrow table; a file it leaves alone or fails on (an exception of the fast path is a bug,
     which the tests see), and every file without ``file.columnar``, takes the per-record
     reference path (:func:`decoder.decode_extract_file`).
@@ -178,7 +178,7 @@ def decode(content: bytes, file: FileToDecode) -> DecodeResult:
         "options": file.context["options"],
     }
     return fast_or_reference(
-        columnar.decode_columnar, decoder.decode_extract_file, content, file.columnar, **arguments
+        columnar.decode_or_decline, decoder.decode_extract_file, content, file.columnar, **arguments
     )
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import pyarrow as pa
 
 from python_udfs import canonical_arrow
+from python_udfs.byte_fields import Decline, reason
 from python_udfs.canonical import (
     canonical_qlik_value,
     canonical_timestamp,
@@ -385,8 +386,10 @@ def _decode_file(
         if file_name.removesuffix(".gz").lower().endswith(".parquet"):
             table_rows = None
             if columnar:
-                table_rows = _decode_parquet_columnar(
-                    data, schema, table, is_load, columns, catalog_columns, opts
+                table_rows = _fast_path(
+                    result,
+                    _decode_parquet_columnar,
+                    *(data, schema, table, is_load, columns, catalog_columns, opts),
                 )
             if table_rows is None:
                 return _decode_parquet(
@@ -469,7 +472,9 @@ def _decode_delimited(
     pending_first = first if header_names is None else None
     if columnar and first is not None:
         body_start = first[1] if pending_first is None else 0
-        rows = _decode_csv_columnar(
+        rows = _fast_path(
+            result,
+            _decode_csv_columnar,
             data,
             body_start,
             dialect,
@@ -895,8 +900,21 @@ def _row_group_offset(meta) -> int:
     )
 
 
-class _NotColumnar(Exception):
-    """A Parquet file the columnar path leaves to the per-record path (never leaves this module)."""
+_NotColumnar = Decline  # what the columnar checks raise: the file goes to the per-record path
+
+
+def _fast_path(result: DecodeResult, decode, *arguments):
+    """Return ``decode(*arguments)``, or None after recording why it declined or failed.
+
+    The reason goes to ``result.fast_path_fallback`` (:func:`byte_fields.reason`), which the
+    staging summary counts; the caller then decodes the file record by record.
+    """
+    try:
+        return decode(*arguments)
+    except Exception as exc:  # noqa: BLE001 - Decline, or a value Python cannot hold (a damaged
+        # file): the per-record path decides what is a row and what a reject
+        result.fast_path_fallback = reason(exc)
+        return None
 
 
 def _decode_parquet_columnar(data, schema, table, is_load, columns, catalog_columns, opts):
@@ -905,11 +923,11 @@ def _decode_parquet_columnar(data, schema, table, is_load, columns, catalog_colu
     Returns a ``pyarrow.Table`` with the columns of a raw row (``header__*``, ``data`` as
     ``map<string,string>``, ``record_offset``, ``record_index``, ``source_schema``,
     ``source_table``, ``table_version``, ``file_kind``, ``column_names``,
-    ``header_column_count``), equal to what :func:`_decode_parquet` makes of the file, or
-    ``None`` when that is not certain: the file does not read, a header value fails its check,
+    ``header_column_count``), equal to what :func:`_decode_parquet` makes of the file. Raises
+    :class:`Decline` (or the error of a file that does not read) when that is not certain: a header value fails its check,
     a value fails to render, a before image has no UPDATE, or option
     ``update_unmasked_columns: absent`` (a map per mask). The caller then decodes the file
-    record by record, which makes the rejects. Values render with the same functions
+    record by record, which makes the rejects, and records why (:func:`_fast_path`). Values render with the same functions
     (:mod:`python_udfs.canonical`), once per distinct value; integers, strings, exact
     decimals of the declared scale and timestamps are rendered by Arrow itself
     (tests/test_qlik_columnar.py checks both paths give the same rows).
@@ -917,23 +935,19 @@ def _decode_parquet_columnar(data, schema, table, is_load, columns, catalog_colu
     import pyarrow.parquet as pq
 
     if opts["update_unmasked_columns"] == "absent":
-        return None
-    try:
-        pf = pq.ParquetFile(io.BytesIO(data))
-        columns = _parquet_columns(pf.schema_arrow, schema, table, columns, catalog_columns)
-        if columns is None:
-            return None
-        layout = _Layout.build(columns, opts, is_load)
-        meta = [pf.metadata.row_group(rg) for rg in range(pf.num_row_groups)]
-        counts = [m.num_rows for m in meta]
-        offsets = [_row_group_offset(m) for m in meta]
-        read = pf.read(use_threads=False)  # every row group in one call
-        if read.num_rows != sum(counts):
-            return None
-        return _columnar_rows(read, counts, offsets, schema, table, is_load, layout, opts)
-    except Exception:  # noqa: BLE001 - _NotColumnar, or a value Python cannot hold (a damaged
-        # file): the per-record path decides what is a row and what a reject
-        return None
+        raise Decline("option update_unmasked_columns: absent")
+    pf = pq.ParquetFile(io.BytesIO(data))
+    columns = _parquet_columns(pf.schema_arrow, schema, table, columns, catalog_columns)
+    if columns is None:
+        raise Decline("Parquet columns the .dfm and the catalog do not settle")
+    layout = _Layout.build(columns, opts, is_load)
+    meta = [pf.metadata.row_group(rg) for rg in range(pf.num_row_groups)]
+    counts = [m.num_rows for m in meta]
+    offsets = [_row_group_offset(m) for m in meta]
+    read = pf.read(use_threads=False)  # every row group in one call
+    if read.num_rows != sum(counts):
+        raise Decline("row groups that do not add up")
+    return _columnar_rows(read, counts, offsets, schema, table, is_load, layout, opts)
 
 
 def _csv_record_starts(body: bytes, dialect: CsvDialect):
@@ -978,13 +992,13 @@ def _decode_csv_columnar(
     ``data[body_start:]`` holds the data records (after the header row, if any); ``layout`` is
     the file's columns. Returns the raw rows as a ``pyarrow.Table`` (the columns of
     :func:`_decode_parquet_columnar`, ``record_offset`` the byte where each record starts),
-    equal to what the per-record path makes of the file, or ``None`` when that is not
-    certain: an encoding other than UTF-8, a record delimiter other than a line feed, a
+    equal to what the per-record path makes of the file. Raises :class:`Decline` (or the
+    error of a record pyarrow refuses) when that is not certain: an encoding other than UTF-8, a record delimiter other than a line feed, a
     carriage return, an escape character, a byte-order mark, a record or value the
     per-record path would reject (wrong field count, bad quoting, undecodable bytes, a header
     or value that fails its check, a repeated change_seq, a before image without its UPDATE),
     or option ``update_unmasked_columns: absent``. The caller then decodes the file record by
-    record. Source: formats/qlik_change_tables.md (*CSV*); tests/test_qlik_columnar.py checks
+    record (:func:`_fast_path`). Source: formats/qlik_change_tables.md (*CSV*); tests/test_qlik_columnar.py checks
     both paths give the same rows.
     """
     import numpy as np
@@ -1004,55 +1018,51 @@ def _decode_csv_columnar(
         or b"\r" in body
         or body.startswith(b"\xef\xbb\xbf")
     ):
-        return None
+        raise Decline("an encoding, dialect or option the CSV fast path does not read")
     starts = _csv_record_starts(body, dialect)
     if starts is None:
-        return None
+        raise Decline("quoting the CSV fast path cannot follow")
     names = [f"c{i}" for i in range(len(layout.columns))]
-    try:
-        read = pcsv.read_csv(
-            pa.py_buffer(body),
-            read_options=pcsv.ReadOptions(column_names=names, use_threads=False),
-            parse_options=pcsv.ParseOptions(
-                delimiter=dialect.field_delimiter.decode("latin-1"),
-                quote_char=dialect.quote_char.decode("latin-1"),
-                double_quote=True,
-                escape_char=False,
-                newlines_in_values=True,
-                ignore_empty_lines=False,
-            ),
-            convert_options=pcsv.ConvertOptions(
-                column_types=dict.fromkeys(names, pa.string()),
-                null_values=[dialect.null_value],
-                strings_can_be_null=True,
-                quoted_strings_can_be_null=False,
-                check_utf8=True,
-            ),
+    read = pcsv.read_csv(
+        pa.py_buffer(body),
+        read_options=pcsv.ReadOptions(column_names=names, use_threads=False),
+        parse_options=pcsv.ParseOptions(
+            delimiter=dialect.field_delimiter.decode("latin-1"),
+            quote_char=dialect.quote_char.decode("latin-1"),
+            double_quote=True,
+            escape_char=False,
+            newlines_in_values=True,
+            ignore_empty_lines=False,
+        ),
+        convert_options=pcsv.ConvertOptions(
+            column_types=dict.fromkeys(names, pa.string()),
+            null_values=[dialect.null_value],
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
+            check_utf8=True,
+        ),
+    )
+    if read.num_rows != len(starts):
+        raise Decline("records pyarrow.csv counts otherwise")
+    rows = _columnar_rows(
+        read,
+        np.ones(len(starts), np.int64),
+        starts + body_start,
+        schema,
+        table,
+        is_load,
+        layout,
+        opts,
+        table_version,
+    )
+    if layout.header_positions:
+        # a repeated (change_seq, change_oper) is a reject of the per-record path
+        pairs = pc.binary_join_element_wise(
+            rows.column("header__change_seq"), rows.column("header__change_oper"), " "
         )
-        if read.num_rows != len(starts):
-            return None
-        rows = _columnar_rows(
-            read,
-            np.ones(len(starts), np.int64),
-            starts + body_start,
-            schema,
-            table,
-            is_load,
-            layout,
-            opts,
-            table_version,
-        )
-        if layout.header_positions:
-            # a repeated (change_seq, change_oper) is a reject of the per-record path
-            pairs = pc.binary_join_element_wise(
-                rows.column("header__change_seq"), rows.column("header__change_oper"), " "
-            )
-            if pc.count_distinct(pairs).as_py() != rows.num_rows:
-                return None
-        return rows
-    except Exception:  # noqa: BLE001 - _NotColumnar, or a record pyarrow refuses: the per-record
-        # path decides what is a row and what a reject
-        return None
+        if pc.count_distinct(pairs).as_py() != rows.num_rows:
+            raise Decline("a repeated change_seq and change_oper")
+    return rows
 
 
 def _columnar_rows(read, counts, offsets, schema, table, is_load, layout, opts, table_version=None):

@@ -50,7 +50,7 @@ import pyarrow.json as pj
 import simdjson
 
 from python_udfs import canonical_arrow
-from python_udfs.byte_fields import Decline, binary, check
+from python_udfs.byte_fields import Decline, binary, check, none_when_declined
 from python_udfs.qlik_kafka import decoder as ref
 from python_udfs.qlik_kafka.decoder import KafkaCatalog, TableMeta
 from python_udfs.records import DecodeResult
@@ -78,7 +78,7 @@ _TEXT = {str, _NONE}
 _SCALARS = {str, int, float, bool, bytes, _NONE}
 
 
-def decode_columnar(
+def decode_or_decline(
     data: bytes,
     *,
     file_name: str,
@@ -92,24 +92,31 @@ def decode_columnar(
     """Decode a dump as :func:`decoder.decode_dump_file` does, its rows as ``result.table``.
 
     Same arguments and result, except that the rows are one ``pyarrow.Table`` (the
-    reference's row keys as columns, in message order) and ``result.rows`` is empty. Returns
-    None when the dump holds something only the reference reads (the module's docstring lists
-    what); never raises for bad input. The MD messages it meets go to a copy of ``catalog``.
+    reference's row keys as columns, in message order) and ``result.rows`` is empty. Raises
+    :class:`Decline` when the dump holds something only the reference reads (the module's
+    docstring lists what); never raises anything else for bad input. The MD messages it meets go to a copy of ``catalog``.
     """
     opts = {**ref.DEFAULT_OPTIONS, **(options or {})}
-    if opts["ordinal_source"] != "metadata" or opts["envelope"] == "absent":
-        return None
+    if opts["ordinal_source"] != "metadata":
+        raise Decline(f"option ordinal_source: {opts['ordinal_source']}")
+    if opts["envelope"] == "absent":
+        raise Decline("option envelope: absent")
     suffix = next((ext for ext in _WALKS if file_name.lower().endswith(ext)), None)
     dump = (data, file_name, catalog, registry_schemas or {}, start, start_index, final)
+    declined = Decline(f"no fast path for a dump named {file_name.rsplit('/', 1)[-1]}")
     for walk_type in _WALKS.get(suffix, ()):
-        result = _walk(walk_type, dump, dict(opts))
-        if result is not None:
-            return result
-    return None
+        try:
+            return _walk(walk_type, dump, dict(opts))
+        except Decline as exc:
+            declined = exc  # the next walk may read it; else the last one says why not
+    raise declined
 
 
-def _walk(walk_type: type[_Walk], dump: tuple, opts: dict[str, Any]) -> DecodeResult | None:
-    """Run one walk over a dump on its own copy of the catalog; None when it declines."""
+decode_columnar = none_when_declined(decode_or_decline)
+
+
+def _walk(walk_type: type[_Walk], dump: tuple, opts: dict[str, Any]) -> DecodeResult:
+    """Run one walk over a dump on its own copy of the catalog; raise Decline when it declines."""
     data, file_name, catalog, registry, start, start_index, final = dump
     own = KafkaCatalog()
     if catalog is not None:
@@ -124,8 +131,8 @@ def _walk(walk_type: type[_Walk], dump: tuple, opts: dict[str, Any]) -> DecodeRe
     gc.disable()
     try:
         return walk.run(final)
-    except (Decline, ref._Bad, orjson.JSONDecodeError):
-        return None
+    except (ref._Bad, orjson.JSONDecodeError) as exc:
+        raise Decline(f"{walk_type.__name__}: {exc}") from exc
     finally:
         if collecting:
             gc.enable()

@@ -147,7 +147,7 @@ def decode(content: bytes, file: FileToDecode) -> DecodeResult:
 
     The decoder adds the MD messages it meets to the catalog it is given; the copy keeps one
     file's messages from leaking into another file's decode in the same task. With
-    ``file.columnar`` a JSON Lines dump takes the fast path (:func:`columnar.decode_columnar`,
+    ``file.columnar`` a dump takes the fast path (:func:`columnar.decode_or_decline`,
     which copies the catalog itself) first; a dump it leaves alone or fails on, and every dump
     without ``file.columnar``, takes the per-message reference path.
     """
@@ -166,8 +166,9 @@ def decode(content: bytes, file: FileToDecode) -> DecodeResult:
         catalog.by_table.update(file.context["kafka_catalog"].by_table)
         return decoder.decode_dump_file(content, catalog=catalog, **arguments)
 
-    def fast(content: bytes, **arguments: Any) -> DecodeResult | None:
-        return columnar.decode_columnar(content, catalog=file.context["kafka_catalog"], **arguments)
+    def fast(content: bytes, **arguments: Any) -> DecodeResult:
+        catalog = file.context["kafka_catalog"]
+        return columnar.decode_or_decline(content, catalog=catalog, **arguments)
 
     return fast_or_reference(fast, reference, content, file.columnar, **arguments)
 
