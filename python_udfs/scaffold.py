@@ -57,10 +57,10 @@ def scaffold(config: ProjectConfig, log=print) -> int:
 
     lock_lake(config.lake_root)  # no JVM: the metadata is read with pyarrow
     stager = Stager(None, config, log)
-    stager.ensure_tables()
+    stager.lake.ensure_tables()
     seeds = config.project_dir / "seeds"
     columns_path, tables_path = seeds / "cdc_columns.csv", seeds / "cdc_tables.csv"
-    rows = stager.metadata_rows(stager.committed_batches())
+    rows = stager.lake.metadata_rows(stager.lake.committed_batches())
     feed_formats = {name: feed.format for name, feed in config.feeds.items()}
     # the project's own seed tables (not the demo's), whose columns scaffold may extend
     own_catalog = (

@@ -135,11 +135,11 @@ def list_rejects(config: ProjectConfig, feed: str | None = None) -> int:
     from python_udfs.staging import Stager
 
     stager = Stager(get_spark(config.lake_root), config)
-    stager.ensure_tables()
+    stager.lake.ensure_tables()
     columns = ["feed", "source_file", "record_offset", "record_length", "reason", "message"]
     rows = [
         tuple(getattr(r, c) for c in columns)
-        for r in stager.open_reject_rows()
+        for r in stager.lake.open_reject_rows()
         if feed is None or r.feed == feed
     ]
     print_rows(columns, rows, f"{len(rows)} open reject(s)")

@@ -61,8 +61,10 @@ def test_everything_about_a_format_is_in_its_folders(name):
 
 
 def test_the_staging_job_and_cli_name_no_format():
+    staging = sorted(p.relative_to(PACKAGE).as_posix() for p in (PACKAGE / "staging").glob("*.py"))
+    assert len(staging) == 8, staging
     for module in (
-        "staging.py",
+        *staging,
         "cli.py",
         "run.py",
         "demo.py",
@@ -102,7 +104,8 @@ def test_the_runtime_package_imports_nothing_from_the_simulator_and_decoders_no_
 
 def test_the_runtime_package_has_no_import_cycle():
     """Every import in python_udfs, at module level or inside a function, drawn as an edge
-    between its modules: the graph has no cycle (issue 15: the simulator had one)."""
+    between its modules: the graph has no cycle (issue 15: the simulator had one). Importing
+    ``a.b.c`` is an edge to ``a.b`` too, unless the importer is inside ``a.b``."""
     modules = {
         ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__"): path
         for path in PACKAGE.rglob("*.py")
@@ -115,6 +118,8 @@ def test_the_runtime_package_has_no_import_cycle():
             if target != name
             and (imported == target or imported.startswith(target + "."))
             and target != "python_udfs"
+            # a module's own package is already being imported when the module runs
+            and not name.startswith(target + ".")
         }
         for name, path in modules.items()
     }

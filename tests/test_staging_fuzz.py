@@ -40,13 +40,13 @@ from python_udfs.config import load_project
 from python_udfs.registry import FORMATS
 from python_udfs.staging import (
     Stager,
-    _metadata_from_row,
     arrow_schema,
     file_outputs,
     file_tables,
     list_landing_files,
     make_metadata_udf,
     make_write_udf,
+    metadata_from_row,
 )
 from python_udfs.workers import run_in_processes
 from simulator.database import simulate
@@ -153,7 +153,7 @@ def stage_file(corpus: Corpus, feed: str, path: Path, content: bytes, final: boo
             batch = pa.RecordBatch.from_pylist([{**candidate, "path": str(damaged)}])
             scan = make_metadata_udf()
             for out in scan([batch, *([pa.RecordBatch.from_pylist(others)] if others else [])]):
-                metadata += [(_metadata_from_row(r), r["feed"]) for r in out.to_pylist()]
+                metadata += [(metadata_from_row(r), r["feed"]) for r in out.to_pylist()]
     tables = file_tables(candidate, content, corpus.stager.contexts(metadata)[feed])
     return [
         {"kind": kind, kind: row} for kind, table in tables.items() for row in table.to_pylist()
