@@ -98,7 +98,7 @@ def decode_or_decline(
     opts = {**ref.DEFAULT_OPTIONS, **(options or {})}
     final = final or opts["incomplete_tail"] == "reject"
     result = DecodeResult(consumed_end=max(start, 0))
-    state = ref._open_trail(data, file_name, definitions, opts, final, result)
+    state = ref.open_trail(data, file_name, definitions, opts, final, result)
     if state is None:
         return result
     _Walk(state, opts, result, start, start_index, final).run()
@@ -438,7 +438,7 @@ class _Walk:
         heads = records.header
         tails = binary(self.buf, heads[:, 0] + _TABLE_REFERENCE_OFFSET, heads[:, 1])
         tails = tails.dictionary_encode()
-        references = [ref._reference_at(t, self.order) for t in tails.dictionary.to_pylist()]
+        references = [ref.reference_at(t, self.order) for t in tails.dictionary.to_pylist()]
         changes = np.flatnonzero(~is_metadata)
         pairs = np.asarray(tails.indices)[changes].astype(np.int64) * len(snapshots)
         distinct, inverse = np.unique(pairs + epoch[changes], return_inverse=True)
@@ -470,7 +470,7 @@ class _Walk:
         return tables, tdr_index, metadata
 
     def _read_tdrs(self, records: _Records, rows: np.ndarray) -> tuple[list[tuple], dict]:
-        """Read the metadata records ``rows`` in order (:func:`decoder._metadata_record`).
+        """Read the metadata records ``rows`` in order (:func:`decoder.metadata_record`).
 
         Returns ``(snapshots, {row: its table or None})``: snapshot ``k`` is the table
         definitions by name and by TDR index after ``k`` TDR records. Declines on a TDR that
@@ -483,7 +483,7 @@ class _Walk:
             (hs, he), ds, de = records.header[row], *np.maximum(records.body[row], 0).tolist()
             origin = int(records.ghdr["orig_node"][row])
             try:
-                metadata[row] = ref._metadata_record(state, self.data[hs:he], ds, de, origin)
+                metadata[row] = ref.metadata_record(state, self.data[hs:he], ds, de, origin)
             except Exception as exc:  # noqa: BLE001 - the reference path rejects it
                 raise Decline from exc
             snapshots.append((dict(state.tables), dict(state.tdrs)))

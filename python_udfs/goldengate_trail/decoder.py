@@ -561,13 +561,13 @@ def decode_trail_file(
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     final = final or opts["incomplete_tail"] == "reject"
     result = DecodeResult(consumed_end=max(start, 0))
-    state = _open_trail(data, file_name, definitions, opts, final, result)
+    state = open_trail(data, file_name, definitions, opts, final, result)
     if state is not None:
         _TrailWalk(state, opts, result, start, start_index, final).walk()
     return result
 
 
-def _open_trail(
+def open_trail(
     data: bytes,
     file_name: str,
     definitions: Mapping[str, GGTable] | None,
@@ -982,7 +982,7 @@ def _record(
         row["_segment_data"] = bytes(data[ds:de])
     _carry(state, row, _ggs_tokens(state, parts.get(TokenId.TOKENS)))
     if io_type == IOType.METADATA:
-        table = _metadata_record(state, ghdr, ds, de, row["orig_node"])
+        table = metadata_record(state, ghdr, ds, de, row["orig_node"])
         row.update(
             table_name=table.name if table else None,
             tdr_index=None,
@@ -1122,11 +1122,11 @@ def _table_reference(ghdr: bytes, order: str) -> tuple[str | None, int | None]:
     header field, so it follows ``byte_order`` like every other GHDR integer, not the column
     data's big-endian order (formats/goldengate_trail.md, *Fields* and option ``byte_order``).
     """
-    return _reference_at(bytes(ghdr[GHDR[">"].size :]), order)
+    return reference_at(bytes(ghdr[GHDR[">"].size :]), order)
 
 
 @functools.lru_cache(maxsize=4096)
-def _reference_at(tail: bytes, order: str) -> tuple[str | None, int | None]:
+def reference_at(tail: bytes, order: str) -> tuple[str | None, int | None]:
     """:func:`_table_reference` of the GHDR bytes from offset 34 (once per table: they repeat)."""
     nul = tail.find(b"\x00")
     text = tail[: nul if nul != -1 else len(tail)]
@@ -1192,9 +1192,7 @@ def _carry(state: _Trail, row: dict[str, Any], tokens: Mapping[str, str]) -> Non
     )
 
 
-def _metadata_record(
-    state: _Trail, ghdr: bytes, ds: int, de: int, orig_node: int
-) -> GGTable | None:
+def metadata_record(state: _Trail, ghdr: bytes, ds: int, de: int, orig_node: int) -> GGTable | None:
     """Read a DDR (OrigNode 1: nothing to keep) or TDR (OrigNode 2) and register the table."""
     if orig_node != 2:
         return None

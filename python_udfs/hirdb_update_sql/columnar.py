@@ -15,7 +15,7 @@ columns instead of one ``dict`` per line:
    all the shape's lines at once;
 3. each column's literals are rendered by its catalog type: the common spellings by
    :mod:`python_udfs.canonical_arrow` (:data:`_VECTOR_RULES`), every other literal by the reference's typing
-   (:func:`decoder._column_value`), once per distinct literal;
+   (:func:`decoder.column_value`), once per distinct literal;
 4. transactions (duplicates, the incomplete tail, the odd stamps the reference counts) are
    found with numpy over the COMMIT lines.
 
@@ -55,14 +55,14 @@ _STAMP_HEAD = (
 _EVENT_BODY = r"^/\* HDEEVENT (?P<code>\d{1,9}) \*/$"
 #: What a shape's pattern captures where a literal stands, in RE2 syntax: a quoted literal
 #: (``''`` inside it read as one apostrophe), or a run of characters that cannot end a literal.
-#: More than the literals (:data:`decoder._VALUE`), and so a smaller program that RE2 runs
+#: More than the literals (:data:`decoder.VALUE`), and so a smaller program that RE2 runs
 #: several times faster: the rendering checks that each capture is one literal (the Arrow
 #: rules' patterns, or the reference's literal pattern), and declines any other.
 _SLOT = r"'(?:[^']|'')*'|[MmNnXx]'(?:[^']|'')*'|[^,;)' \t]+"
 #: What a statement body is scanned for to find its literals: ``IS NULL`` (no literal), a
 #: literal (group 1), an identifier (skipped).
 _SCAN = re.compile(
-    r"[Ii][Ss][ \t]+[Nn][Uu][Ll][Ll](?!" + ref._WORD_CHAR + ")|(" + ref._VALUE + ")|" + ref._IDENT
+    r"[Ii][Ss][ \t]+[Nn][Uu][Ll][Ll](?!" + ref.WORD_CHAR + ")|(" + ref.VALUE + ")|" + ref.IDENT
 )
 #: The characters a literal may follow and be followed by in a shape: then the tokenizer reads
 #: it as one token of its own whatever it is, as in the probe.
@@ -272,7 +272,7 @@ class _Walk:
             )
 
     def _odd_stamps(self, kind: np.ndarray, masked: np.ndarray, emitted: int) -> None:
-        """Add the reference's warnings of odd stamps (:data:`decoder._ODD_STAMPS`)."""
+        """Add the reference's warnings of odd stamps (:data:`decoder.ODD_STAMPS`)."""
         commit = kind == _COMMIT
         control = commit | (kind == _EVENT)
         after_commit = np.concatenate(([True], commit[:-1]))
@@ -283,7 +283,7 @@ class _Walk:
         }
         for what, count in sorted(counts.items()):
             if count:
-                self.result.warnings.append(ref._ODD_STAMPS[what].format(int(count)))
+                self.result.warnings.append(ref.ODD_STAMPS[what].format(int(count)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -560,10 +560,10 @@ def _timestamp_rule(texts: pa.Array, column: MetadataColumn) -> tuple[np.ndarray
 #: canonical text (:data:`decoder._TYPED_LITERALS`). Every other literal, and every literal
 #: of a type not listed (FLOAT among them), takes the reference's typing.
 _VECTOR_RULES = {
-    **dict.fromkeys(ref._INTEGER_TYPES, _integer_rule),
-    **dict.fromkeys(ref._DECIMAL_TYPES, _decimal_rule),
-    **dict.fromkeys(ref._INTERVAL_TYPES, _interval_rule),
-    **dict.fromkeys(ref._TEXT_TYPES, _text_rule),
+    **dict.fromkeys(ref.INTEGER_TYPES, _integer_rule),
+    **dict.fromkeys(ref.DECIMAL_TYPES, _decimal_rule),
+    **dict.fromkeys(ref.INTERVAL_TYPES, _interval_rule),
+    **dict.fromkeys(ref.TEXT_TYPES, _text_rule),
     "DATE": _date_rule,
     "TIME": _time_rule,
     "TIMESTAMP": _timestamp_rule,
@@ -619,7 +619,7 @@ class _Typing:
         """Render one column's literal ``texts``: ``(canonical text or null, absent)``."""
         column = self.column(name, columns)
         ok, values = np.zeros(len(texts), dtype=bool), pa.nulls(len(texts), pa.string())
-        rule = None if column is None else _VECTOR_RULES.get(ref._base_type(column.source_type))
+        rule = None if column is None else _VECTOR_RULES.get(ref.base_type(column.source_type))
         if rule is not None:
             ok, values = rule(texts, column)
             if self.opts["placeholder_quoted"] == "accept_quoted":
@@ -647,8 +647,8 @@ class _Typing:
         values, absent = [], []
         for text in distinct.to_pylist():
             value = self._value(text, name, columns, keys, where)
-            absent.append(value is ref._ABSENT)
-            values.append(None if value is ref._ABSENT else value)
+            absent.append(value is ref.ABSENT)
+            values.append(None if value is ref.ABSENT else value)
         index = pc.fill_null(pc.index_in(texts, distinct), 0)
         taken = pa.array(values, pa.string()).take(index)
         return taken, np.array(absent, dtype=bool)[index.to_numpy(zero_copy_only=False)] & need
@@ -662,10 +662,10 @@ class _Typing:
         where: bool,
     ) -> Any:
         """Return the reference's rendering of one literal; decline what it would reject."""
-        match = ref._LIST_ITEMS["values"].fullmatch(text)
-        literal = ref._fast_literal(*match.groups()) if match else None
+        match = ref.LIST_ITEMS["values"].fullmatch(text)
+        literal = ref.fast_literal(*match.groups()) if match else None
         check(literal is not None and not (where and literal.kind == "placeholder"))
         try:
-            return ref._column_value(name, literal, columns, self.encoding, self.opts, keys)
+            return ref.column_value(name, literal, columns, self.encoding, self.opts, keys)
         except HiRDBError as exc:
             raise Decline from exc

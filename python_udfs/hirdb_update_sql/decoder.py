@@ -80,10 +80,10 @@ MASKED_STAMP = "****-**-** **:**:**"
 PLACEHOLDERS = ("*BLOB*", "*BINARY*", "*ADT*", "*MCOL*")
 FILE_NAME_RE = re.compile(r"^SQLTXT_")
 
-_INTEGER_TYPES = {"INTEGER", "INT", "SMALLINT", "BIGINT"}
-_DECIMAL_TYPES = {"DECIMAL", "DEC", "NUMERIC", "LARGE DECIMAL"}
+INTEGER_TYPES = {"INTEGER", "INT", "SMALLINT", "BIGINT"}
+DECIMAL_TYPES = {"DECIMAL", "DEC", "NUMERIC", "LARGE DECIMAL"}
 _FLOAT_TYPES = {"FLOAT", "SMALLFLT", "REAL", "DOUBLE PRECISION", "DOUBLE"}
-_TEXT_TYPES = {
+TEXT_TYPES = {
     "CHAR",
     "CHARACTER",
     "VARCHAR",
@@ -95,7 +95,7 @@ _TEXT_TYPES = {
     "NCHAR VARYING",
 }
 _PLACEHOLDER_TYPES = {"BLOB", "BINARY", "SGMLTEXT", "FREEWORD", "XML", "ADT"}
-_INTERVAL_TYPES = {"INTERVAL YEAR TO DAY", "INTERVAL HOUR TO SECOND"}
+INTERVAL_TYPES = {"INTERVAL YEAR TO DAY", "INTERVAL HOUR TO SECOND"}
 
 _STAMP_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ \t]+(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?")
 #: What follows a literal's opening apostrophe, by option ``quote_escape``: ``doubled`` reads
@@ -462,50 +462,50 @@ def parse_statement(
 #: A bare identifier as the tokenizer reads one: a ``word`` token that does not start as a
 #: number would (a digit starts a ``number`` token there). Possessive quantifiers everywhere
 #: below: a token is the tokenizer's longest match, never a shorter one found by backtracking.
-_WORD_CHAR = r"""[^\s"'(),.;=*/+-]"""
-_BARE = r"(?!\d)" + _WORD_CHAR + "++"
-_IDENT = r'(?:"(?:[^"]|"")++"|' + _BARE + ")"
+WORD_CHAR = r"""[^\s"'(),.;=*/+-]"""
+_BARE = r"(?!\d)" + WORD_CHAR + "++"
+IDENT = r'(?:"(?:[^"]|"")++"|' + _BARE + ")"
 _IDENT_CAPTURE = r'(?:"((?:[^"]|"")++)"|(' + _BARE + "))"
 #: A literal as :meth:`_Parser.value` reads one with ``quote_escape: doubled``. The groups of
 #: :data:`_VALUE_CAPTURE`: string body; prefix and body of an M, N or X string; number;
 #: placeholder; NULL. The shapes use the forms without groups: CPython 3.11's ``re`` fails
 #: ("The span of capturing group is wrong", SystemError) on groups inside possessive repeats.
 _NUMBER = r"[+-]?\d++(?:\.\d*+)?+(?:[Ee][+-]?\d++)?+"
-_VALUE = (
+VALUE = (
     r"(?:'(?:[^']|'')*+'|[MmNnXx]'(?:[^']|'')*+'|" + _NUMBER + r"|\*(?:BLOB|BINARY|ADT|MCOL)\*"
-    r"|[Nn][Uu][Ll][Ll](?!" + _WORD_CHAR + "))"
+    r"|[Nn][Uu][Ll][Ll](?!" + WORD_CHAR + "))"
 )
 _VALUE_CAPTURE = (
     r"(?:'((?:[^']|'')*+)'|([MmNnXx])'((?:[^']|'')*+)'|(" + _NUMBER + r")"
-    r"|(\*(?:BLOB|BINARY|ADT|MCOL)\*)|([Nn][Uu][Ll][Ll])(?!" + _WORD_CHAR + "))"
+    r"|(\*(?:BLOB|BINARY|ADT|MCOL)\*)|([Nn][Uu][Ll][Ll])(?!" + WORD_CHAR + "))"
 )
 _S = r"[ \t]*"
 
 
 def _keyword(word: str) -> str:
     """Return the pattern of a keyword as a token of its own, in ASCII letters of either case."""
-    return "".join(f"[{c.upper()}{c.lower()}]" for c in word) + "(?!" + _WORD_CHAR + ")"
+    return "".join(f"[{c.upper()}{c.lower()}]" for c in word) + "(?!" + WORD_CHAR + ")"
 
 
 _TABLE = (
     r'(?:"(?P<schema_q>(?:[^"]|"")++)"|(?P<schema_b>' + _BARE + rf")){_S}\.{_S}"
     r'(?:"(?P<table_q>(?:[^"]|"")++)"|(?P<table_b>' + _BARE + "))"
 )
-_COND = rf"{_IDENT}{_S}(?:={_S}{_VALUE}|{_keyword('IS')}{_S}{_keyword('NULL')})"
+_COND = rf"{IDENT}{_S}(?:={_S}{VALUE}|{_keyword('IS')}{_S}{_keyword('NULL')})"
 _WHERE = (
     rf"{_keyword('WHERE')}{_S}(?P<where>{_COND}(?:{_S}{_keyword('AND')}{_S}{_COND})*+){_S};{_S}"
 )
 #: The regular shapes of INSERT, UPDATE and DELETE (formats/hirdb_update_sql.md, *Grammar*),
-#: each matched against a whole statement body; their lists are split by :data:`_LIST_ITEMS`.
+#: each matched against a whole statement body; their lists are split by :data:`LIST_ITEMS`.
 _FAST_SHAPES = {
     "INSERT": re.compile(
         rf"{_S}{_keyword('INSERT')}{_S}{_keyword('INTO')}{_S}{_TABLE}{_S}"
-        rf"\({_S}(?P<columns>{_IDENT}(?:{_S},{_S}{_IDENT})*+){_S}\){_S}{_keyword('VALUES')}{_S}"
-        rf"\({_S}(?P<values>{_VALUE}(?:{_S},{_S}{_VALUE})*+){_S}\){_S};{_S}"
+        rf"\({_S}(?P<columns>{IDENT}(?:{_S},{_S}{IDENT})*+){_S}\){_S}{_keyword('VALUES')}{_S}"
+        rf"\({_S}(?P<values>{VALUE}(?:{_S},{_S}{VALUE})*+){_S}\){_S};{_S}"
     ),
     "UPDATE": re.compile(
         rf"{_S}{_keyword('UPDATE')}{_S}{_TABLE}{_S}{_keyword('SET')}{_S}"
-        rf"(?P<sets>{_IDENT}{_S}={_S}{_VALUE}(?:{_S},{_S}{_IDENT}{_S}={_S}{_VALUE})*+){_S}" + _WHERE
+        rf"(?P<sets>{IDENT}{_S}={_S}{VALUE}(?:{_S},{_S}{IDENT}{_S}={_S}{VALUE})*+){_S}" + _WHERE
     ),
     "DELETE": re.compile(
         rf"{_S}{_keyword('DELETE')}{_S}{_keyword('FROM')}{_S}{_TABLE}{_S}" + _WHERE
@@ -514,7 +514,7 @@ _FAST_SHAPES = {
 #: The items of a list a shape matched, in order (``findall``). Commas and blanks, which
 #: separate them, start no item; a condition consumes the AND before it, and its last group
 #: is ``IS NULL`` (an empty string literal leaves every value group empty too).
-_LIST_ITEMS = {
+LIST_ITEMS = {
     "ident": re.compile(_IDENT_CAPTURE),
     "values": re.compile(_VALUE_CAPTURE),
     "sets": re.compile(rf"{_IDENT_CAPTURE}{_S}={_S}{_VALUE_CAPTURE}"),
@@ -535,7 +535,7 @@ def _fast_ident(quoted: str, bare: str, upper: bool) -> str:
     return name.upper() if upper else name
 
 
-def _fast_literal(
+def fast_literal(
     string: str, prefix: str, body: str, number: str, placeholder: str, null: str
 ) -> Literal | None:
     """Return the literal of one :data:`_VALUE_CAPTURE` match's groups (unmatched ones empty).
@@ -577,7 +577,7 @@ def fast_statement(body: str, identifier_case: str, quote_escape: str) -> Statem
     match = shape.fullmatch(body) if shape is not None else None
     if match is None:
         return None
-    upper, ident = identifier_case == "upper", _LIST_ITEMS["ident"]
+    upper, ident = identifier_case == "upper", LIST_ITEMS["ident"]
     schema_q, schema_b, table_q, table_b = match.group("schema_q", "schema_b", "table_q", "table_b")
     schema = _fast_ident(schema_q, schema_b, upper)
     table = _fast_ident(table_q, table_b, upper)
@@ -586,19 +586,17 @@ def fast_statement(body: str, identifier_case: str, quote_escape: str) -> Statem
     where: tuple[tuple[str, Literal | None], ...] = ()
     if verb == "INSERT":
         columns = [_fast_ident(q, b, upper) for q, b in ident.findall(match["columns"])]
-        values = [
-            _fast_literal(*groups) for groups in _LIST_ITEMS["values"].findall(match["values"])
-        ]
+        values = [fast_literal(*groups) for groups in LIST_ITEMS["values"].findall(match["values"])]
         if len(columns) != len(values):
             return None
     else:
         if verb == "UPDATE":
-            for q, b, *literal in _LIST_ITEMS["sets"].findall(match["sets"]):
+            for q, b, *literal in LIST_ITEMS["sets"].findall(match["sets"]):
                 columns.append(_fast_ident(q, b, upper))
-                values.append(_fast_literal(*literal))
+                values.append(fast_literal(*literal))
         where = tuple(
-            (_fast_ident(q, b, upper), _NULL if is_null else _fast_literal(*literal))
-            for q, b, *literal, is_null in _LIST_ITEMS["where"].findall(match["where"])
+            (_fast_ident(q, b, upper), _NULL if is_null else fast_literal(*literal))
+            for q, b, *literal, is_null in LIST_ITEMS["where"].findall(match["where"])
         )
     if None in values or any(literal is None for _name, literal in where):
         return None
@@ -643,7 +641,7 @@ def stamp_to_utc(stamp: str, zone: dt.tzinfo | None) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _base_type(source_type: str) -> str:
+def base_type(source_type: str) -> str:
     """Return a catalog ``source_type`` without its length (``DECIMAL(9,2)``: ``DECIMAL``)."""
     return re.sub(r"\s*\(.*$", "", source_type.strip().upper())
 
@@ -719,11 +717,11 @@ def _placeholder_literal(literal, column, kind, encoding, hex_fallback) -> str:
 #: *Values*): ``(literal, column, base type, encoding, hex_fallback) -> text``; a type not
 #: listed keeps the literal's text.
 _TYPED_LITERALS = {
-    **dict.fromkeys(_INTEGER_TYPES, _integer_literal),
-    **dict.fromkeys(_DECIMAL_TYPES, _decimal_literal),
+    **dict.fromkeys(INTEGER_TYPES, _integer_literal),
+    **dict.fromkeys(DECIMAL_TYPES, _decimal_literal),
     **dict.fromkeys(_FLOAT_TYPES, _float_literal),
-    **dict.fromkeys(_INTERVAL_TYPES, _interval_literal),
-    **dict.fromkeys(_TEXT_TYPES, _text_literal),
+    **dict.fromkeys(INTERVAL_TYPES, _interval_literal),
+    **dict.fromkeys(TEXT_TYPES, _text_literal),
     **dict.fromkeys(("DATE", "TIME", "TIMESTAMP"), _datetime_literal),
     **dict.fromkeys(_PLACEHOLDER_TYPES, _placeholder_literal),
 }
@@ -743,7 +741,7 @@ def typed_value(
         return None
     if column is None:
         return _shape_typed(literal)
-    kind = _base_type(column.source_type)
+    kind = base_type(column.source_type)
     typed = _TYPED_LITERALS.get(kind)
     return literal.text if typed is None else typed(literal, column, kind, encoding, hex_fallback)
 
@@ -881,7 +879,7 @@ def _line_offsets(data: bytes, final: bool) -> list[tuple[int, int]]:
 
 
 #: The warnings of the formats page's *Bad input* cases that are accepted, by case.
-_ODD_STAMPS = {
+ODD_STAMPS = {
     "masked statement": "{} statement line(s) with a masked stamp",
     "unmasked control": "{} COMMIT/event line(s) with an unmasked stamp",
     "empty transaction": "{} COMMIT line(s) with no statement before them",
@@ -1050,7 +1048,7 @@ class _SqlWalk:
                 "pending"
             )
         for what, count in sorted(self.odd_stamps.items()):
-            warnings.append(_ODD_STAMPS[what].format(count))
+            warnings.append(ODD_STAMPS[what].format(count))
         if self.empty_lines:
             warnings.append(f"{self.empty_lines} empty line(s) skipped")
         self._drift_metadata()
@@ -1163,7 +1161,7 @@ class _StatementTyping:
     drifted: dict[tuple[str, str, str], tuple[int, str] | None]
 
     def _typed(self, name: str, literal: Literal, position: int) -> Any:
-        value = _column_value(name, literal, self.columns, self.encoding, self.opts, self.keys)
+        value = column_value(name, literal, self.columns, self.encoding, self.opts, self.keys)
         if self.columns is not None and name not in self.columns:
             key = (self.statement.schema, self.statement.table, name)
             _note_drift(self.drifted, key, position, literal)
@@ -1182,7 +1180,7 @@ class _StatementTyping:
                 raise HiRDBError("duplicate_column", f"column {name} named twice")
             seen.add(name)
             value = self._typed(name, literal, position)
-            if value is not _ABSENT:
+            if value is not ABSENT:
                 data[name] = value
         return data
 
@@ -1225,10 +1223,10 @@ def _note_drift(
         drifted[key] = (position, shape) if shape is not None else None
 
 
-_ABSENT = object()
+ABSENT = object()
 
 
-def _column_value(
+def column_value(
     name: str,
     literal: Literal,
     columns: Mapping[str, MetadataColumn] | None,
@@ -1236,6 +1234,13 @@ def _column_value(
     opts: Mapping[str, Any],
     keys: set[str],
 ) -> Any:
+    """Return the canonical text of column ``name``'s literal, :data:`ABSENT`, or None (NULL).
+
+    ``columns`` is the table's catalog columns (None: no catalog, the literal's shape types
+    it); ``keys`` the key columns, where a placeholder is a reject. Raises
+    :class:`HiRDBError` (``unknown_column``, ``placeholder_in_key``, ``bad_value``). Source:
+    formats/hirdb_update_sql.md, *Values*. The fast path renders through it too.
+    """
     column = None
     if columns is not None:
         column = columns.get(name)
@@ -1248,10 +1253,10 @@ def _column_value(
             raise HiRDBError(
                 "placeholder_in_key", f"placeholder {literal.text} in key column {name}"
             )
-        return _ABSENT
+        return ABSENT
     if literal.kind == "string" and opts["placeholder_quoted"] == "accept_quoted":
         if literal.text in PLACEHOLDERS:
-            return _ABSENT
+            return ABSENT
     try:
         return typed_value(literal, column, encoding, opts["hex_fallback"])
     except (ValueError, UnicodeDecodeError) as exc:

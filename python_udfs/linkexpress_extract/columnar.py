@@ -13,7 +13,7 @@ like*):
    operation null indicator, operation), then, table by table, the items of all its records
    one item deep per step: null indicator, VARCHAR valid length, item bytes;
 4. each item's values are rendered by the reference's column readers
-   (:data:`decoder._NUMPY_READERS`, the ones its fixed-length path uses) and its text decoded
+   (:data:`decoder.NUMPY_READERS`, the ones its fixed-length path uses) and its text decoded
    with the OUTCODE's codecs.
 
 A file with anything the fast path does not read in bulk goes to the reference whole
@@ -99,7 +99,7 @@ class _Walk:
             )
         ]
         outcode = self._outcode(len(starts), raw)
-        char, nchar = ref._codecs(outcode, self.order, self.opts.get("nchar_encoding"))
+        char, nchar = ref.outcode_codecs(outcode, self.order, self.opts.get("nchar_encoding"))
         rtrim = bool(self.opts["char_rtrim"])
         entries = [
             (rows, position, item.name, _rendered(values, item, char, nchar, rtrim))
@@ -140,7 +140,7 @@ class _Walk:
         data, size, layout = self.data, len(self.data), self.layout
         unpack = struct.Struct(self.order + "i").unpack_from
         extra = 4 if layout.basis == "exclusive" else 0
-        minimum = ref._MINIMUM_RECORD[layout.letter in "AB"]
+        minimum = ref.MINIMUM_RECORD[layout.letter in "AB"]
         pos, starts, ends = 0, [], []
         while pos < size:
             if pos + 4 > size:
@@ -241,7 +241,7 @@ class _Walk:
         that overrun or do not fill the record, a value that does not read.
         """
         buf, order, layout = self.buf, self.order, self.layout
-        reader = ref._Reader(items, layout, str(self.opts["zoned_sign"]))
+        reader = ref.RecordReader(items, layout, str(self.opts["zoned_sign"]))
         out = []
         for item in items:
             null = np.zeros(len(cursor), dtype=bool)
@@ -263,7 +263,7 @@ class _Walk:
     def _varchar(
         self, item: Item, cursor: np.ndarray, end: np.ndarray, null: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Read a VARCHAR or NCHAR VARYING item of every record (:meth:`decoder._Reader._read_varchar`)."""
+        """Read a VARCHAR or NCHAR VARYING item of every record (:meth:`decoder.RecordReader._read_varchar`)."""
         padded = self.layout.varchar_padded
         check(cursor + 2 <= end)
         count = u16(self.buf, cursor, self.order)
@@ -297,8 +297,8 @@ class _Walk:
         if item.kind in _EACH_KINDS:  # read value by value: once per distinct bytes
             distinct, inverse = np.unique(cells.view(f"V{size}").ravel(), return_inverse=True)
             cells = distinct.view(np.uint8).reshape(len(distinct), size)
-        block = ref._Block(cells, self.order, str(self.opts["zoned_sign"]), reader)
-        read, valid = ref._NUMPY_READERS[item.kind](block, item, 0, size)
+        block = ref.FixedBlock(cells, self.order, str(self.opts["zoned_sign"]), reader)
+        read, valid = ref.NUMPY_READERS[item.kind](block, item, 0, size)
         check(valid)
         read = _pairs(read)
         values[keep] = read if inverse is None else read[inverse.reshape(-1)]
@@ -378,7 +378,7 @@ def _pairs(values: list) -> np.ndarray:
 
 
 def _rendered(values: np.ndarray, item: Item, char: str, nchar: str, rtrim: bool) -> pa.Array:
-    """Return one item's values as text: text items decoded (:func:`decoder._text`), once each."""
+    """Return one item's values as text: text items decoded (:func:`decoder.item_text`), once each."""
     if item.kind not in _TEXT_KINDS:
         return pa.array(values.tolist(), pa.string())
     seen: dict[tuple[str, bytes], str] = {}
@@ -388,7 +388,7 @@ def _rendered(values: np.ndarray, item: Item, char: str, nchar: str, rtrim: bool
             if value is not None:
                 text = seen.get(value)
                 if text is None:
-                    text = seen[value] = ref._text(value, char, nchar, rtrim)
+                    text = seen[value] = ref.item_text(value, char, nchar, rtrim)
                 value = text
             out.append(value)
     except Exception as exc:  # noqa: BLE001 - undecodable bytes: the reference rejects the record

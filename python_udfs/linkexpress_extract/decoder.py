@@ -382,7 +382,7 @@ def _time_text(h: int, m: int, s: int) -> str:
     return dt.time(h, m, s).isoformat()
 
 
-class _Reader:
+class RecordReader:
     """Reads the items of one record in a settled layout."""
 
     def __init__(self, items: Sequence[Item], layout: Layout, zoned_sign: str) -> None:
@@ -479,11 +479,11 @@ class _Reader:
         return (item.kind, data[start : start + unit * count]), pos
 
 
-def _date_item(reader: _Reader, item: Item, raw: bytes) -> str:
+def _date_item(reader: RecordReader, item: Item, raw: bytes) -> str:
     return _date_text(reader.h.unpack_from(raw)[0], raw[2], raw[3])
 
 
-def _timestamp_item(reader: _Reader, item: Item, raw: bytes) -> str:
+def _timestamp_item(reader: RecordReader, item: Item, raw: bytes) -> str:
     if any(raw[7:]):
         raise ValueError("the 4-byte filler after the timestamp is not zero")
     return _date_item(reader, item, raw) + " " + _time_text(raw[4], raw[5], raw[6])
@@ -492,7 +492,7 @@ def _timestamp_item(reader: _Reader, item: Item, raw: bytes) -> str:
 #: How a fixed-size item's bytes become its raw value, by item kind (formats/linkexpress_extract.md,
 #: *Data items*): text items stay ``(kind, bytes)`` until the OUTCODE is known, the others
 #: become canonical text. Each raises ValueError for bytes its type cannot hold.
-_READERS: dict[str, Callable[[_Reader, Item, bytes], Any]] = {
+_READERS: dict[str, Callable[[RecordReader, Item, bytes], Any]] = {
     "CHAR": lambda r, item, raw: ("CHAR", raw),
     "NCHAR": lambda r, item, raw: ("NCHAR", raw),
     "SMALLINT": lambda r, item, raw: str(r.h.unpack(raw)[0]),
@@ -528,9 +528,11 @@ class _File:
     ) -> None:
         self.data = data
         self.layout = layout
-        self.readers = {k: _Reader(items, layout, zoned_sign) for k, (_t, items) in tables.items()}
+        self.readers = {
+            k: RecordReader(items, layout, zoned_sign) for k, (_t, items) in tables.items()
+        }
         self.file_reader = (
-            _Reader(file_items, layout, zoned_sign) if file_items is not None else None
+            RecordReader(file_items, layout, zoned_sign) if file_items is not None else None
         )
         self.file_items = file_items
         self.tables = tables
@@ -687,7 +689,7 @@ class _File:
             raise _Bad("layout_mismatch", f"commit record of {end - pos} bytes")
         return ParsedRecord(pos, end - pos, 1, None, op, length, None)
 
-    def _table_of(self, ext_id: int | None) -> tuple[list[Item] | None, _Reader | None]:
+    def _table_of(self, ext_id: int | None) -> tuple[list[Item] | None, RecordReader | None]:
         """Return the items and reader of a record's table.
 
         That is its extraction id's table in a group-unit file, else the file's table. Raises
@@ -705,7 +707,7 @@ class _File:
 
 
 #: The shortest record of a length-prefixed layout, in bytes: C/D/E (False), A/B (True).
-_MINIMUM_RECORD = {False: 8, True: 6}
+MINIMUM_RECORD = {False: 8, True: 6}
 
 
 def _frame_holds(data: bytes, layout: Layout, pos: int, end: int) -> bool:
@@ -719,7 +721,7 @@ def _frame_holds(data: bytes, layout: Layout, pos: int, end: int) -> bool:
         return False
     length = struct.unpack_from(layout.order + "i", data, pos)[0]
     total = length + (4 if layout.basis == "exclusive" else 0)
-    return total >= _MINIMUM_RECORD[layout.letter in "AB"] and pos + total == end == len(data)
+    return total >= MINIMUM_RECORD[layout.letter in "AB"] and pos + total == end == len(data)
 
 
 class _Framing(_Bad):
@@ -735,13 +737,13 @@ _FLOAT_DTYPES = {"REAL": "f4", "DOUBLE": "f8"}
 
 
 @dataclass(frozen=True, slots=True)
-class _Block:
+class FixedBlock:
     """The whole records of a fixed-length file as an ``n × size`` byte matrix (numpy)."""
 
     rows: np.ndarray
     order: str  # ">" or "<"
     zoned_sign: str
-    reader: _Reader  # the record reader, whose item readers the value-by-value kinds share
+    reader: RecordReader  # the record reader, whose item readers the value-by-value kinds share
 
     def field(self, offset: int, width: int, dtype: str) -> np.ndarray:
         """Column ``offset .. offset + width`` of every record as ``dtype`` in the byte order."""
@@ -754,17 +756,17 @@ class _Block:
 _ColumnValues = tuple[list[Any], np.ndarray]
 
 
-def _numpy_int(block: _Block, item: Item, offset: int, width: int) -> _ColumnValues:
+def _numpy_int(block: FixedBlock, item: Item, offset: int, width: int) -> _ColumnValues:
     values = block.field(offset, width, _INT_DTYPES[item.kind]).astype(np.int64)
     return canonical_arrow.integers(values).to_pylist(), np.ones(len(values), dtype=bool)
 
 
-def _numpy_float(block: _Block, item: Item, offset: int, width: int) -> _ColumnValues:
+def _numpy_float(block: FixedBlock, item: Item, offset: int, width: int) -> _ColumnValues:
     values = block.field(offset, width, _FLOAT_DTYPES[item.kind]).astype(np.float64)
     return canonical_arrow.floats(values).to_pylist(), np.ones(len(values), dtype=bool)
 
 
-def _numpy_packed(block: _Block, item: Item, offset: int, width: int) -> _ColumnValues:
+def _numpy_packed(block: FixedBlock, item: Item, offset: int, width: int) -> _ColumnValues:
     cells = block.rows[:, offset : offset + width]
     nibbles = np.stack([cells >> 4, cells & 0x0F], axis=2).reshape(len(cells), 2 * width)
     digits, sign = nibbles[:, :-1], nibbles[:, -1]
@@ -773,7 +775,7 @@ def _numpy_packed(block: _Block, item: Item, offset: int, width: int) -> _Column
     return _digit_texts(digits, negative, item.scale), valid
 
 
-def _numpy_zoned(block: _Block, item: Item, offset: int, width: int) -> _ColumnValues:
+def _numpy_zoned(block: FixedBlock, item: Item, offset: int, width: int) -> _ColumnValues:
     cells = block.rows[:, offset : offset + width]
     zone, last = cells[:, -1] >> 4, cells[:, -1] & 0x0F
     body = cells[:, :-1]
@@ -784,12 +786,12 @@ def _numpy_zoned(block: _Block, item: Item, offset: int, width: int) -> _ColumnV
     return _digit_texts(digits, negative, item.scale), digits_ok & (positive | negative)
 
 
-def _numpy_text(block: _Block, item: Item, offset: int, width: int) -> _ColumnValues:
+def _numpy_text(block: FixedBlock, item: Item, offset: int, width: int) -> _ColumnValues:
     cells = block.rows[:, offset : offset + width]
     return [(item.kind, bytes(r)) for r in cells], np.ones(len(cells), dtype=bool)
 
 
-def _numpy_varchar(block: _Block, item: Item, offset: int, width: int) -> _ColumnValues:
+def _numpy_varchar(block: FixedBlock, item: Item, offset: int, width: int) -> _ColumnValues:
     cells = block.rows[:, offset : offset + width]
     counts = block.field(offset, 2, "u2")
     if item.length_in_bytes:
@@ -805,7 +807,7 @@ def _numpy_varchar(block: _Block, item: Item, offset: int, width: int) -> _Colum
     return values, valid
 
 
-def _numpy_each(block: _Block, item: Item, offset: int, width: int) -> _ColumnValues:
+def _numpy_each(block: FixedBlock, item: Item, offset: int, width: int) -> _ColumnValues:
     """Read DATE, TIME, TIMESTAMP and INTERVAL items value by value.
 
     Each is validated with the record reader's own function (:data:`_READERS`).
@@ -824,7 +826,7 @@ def _numpy_each(block: _Block, item: Item, offset: int, width: int) -> _ColumnVa
 
 
 #: The numpy reader of each item kind (:func:`read_fixed_records`).
-_NUMPY_READERS: dict[str, Callable[[_Block, Item, int, int], _ColumnValues]] = {
+NUMPY_READERS: dict[str, Callable[[FixedBlock, Item, int, int], _ColumnValues]] = {
     **dict.fromkeys(_INT_DTYPES, _numpy_int),
     **dict.fromkeys(_FLOAT_DTYPES, _numpy_float),
     "DECIMAL": _numpy_packed,
@@ -845,13 +847,13 @@ def read_fixed_records(
     Returns one entry per whole record: a :class:`ParsedRecord` when every check passed, or
     None when the record needs the record-by-record reader (which then reports the reject:
     unknown operation, bad null indicator, bad packed or zoned digit, invalid date…). Values
-    are the same as that reader's; each item kind has its reader (:data:`_NUMPY_READERS`).
+    are the same as that reader's; each item kind has its reader (:data:`NUMPY_READERS`).
     """
     n = len(data) // size
     if n == 0:
         return []
     rows = np.frombuffer(data, dtype=np.uint8, count=n * size).reshape(n, size)
-    block = _Block(rows, layout.order, zoned_sign, _Reader(items, layout, zoned_sign))
+    block = FixedBlock(rows, layout.order, zoned_sign, RecordReader(items, layout, zoned_sign))
     op = block.field(0, 2, "u2")
     ok = op <= Operation.DELETE
     columns: list[list[Any]] = []
@@ -864,7 +866,7 @@ def read_fixed_records(
             ok &= (indicator == 0) | (indicator == 0xFFFF)
             null = indicator == 0xFFFF
             offset += 2
-        values, valid = _NUMPY_READERS[item.kind](block, item, offset, width)
+        values, valid = NUMPY_READERS[item.kind](block, item, offset, width)
         ok &= null | valid
         columns.append([None if z else v for z, v in zip(null.tolist(), values, strict=True)])
         offset += width
@@ -955,14 +957,23 @@ def file_table_for(
     return None
 
 
-def _codecs(outcode: str, order: str, nchar_encoding: str | None) -> tuple[str, str]:
+def outcode_codecs(outcode: str, order: str, nchar_encoding: str | None) -> tuple[str, str]:
+    """Return ``(CHAR codec, NCHAR codec)`` of an OUTCODE in byte order ``order`` (``>``/``<``).
+
+    Option ``nchar_encoding`` overrides the NCHAR codec. Source: formats/linkexpress_extract.md.
+    """
     char, nchar = OUTCODES[outcode]
     if nchar == "utf-16":
         nchar = "utf-16-be" if order == ">" else "utf-16-le"
     return char, nchar_encoding or nchar
 
 
-def _text(value: tuple[str, bytes], char: str, nchar: str, rtrim: bool) -> str:
+def item_text(value: tuple[str, bytes], char: str, nchar: str, rtrim: bool) -> str:
+    """Decode a ``(kind, bytes)`` text item with the CHAR or NCHAR codec.
+
+    With ``rtrim``, CHAR and NCHAR lose trailing spaces (ASCII and ideographic). Raises
+    UnicodeDecodeError for bytes the codec does not decode (the record's reject).
+    """
     kind, raw = value
     text = raw.decode(nchar if kind in ("NCHAR", "NVARCHAR") else char)
     return text.rstrip(" \u3000") if rtrim and kind in ("CHAR", "NCHAR") else text
@@ -984,9 +995,9 @@ def choose_outcode(records: Sequence[ParsedRecord], opts: Mapping[str, Any], ord
     sample = [v for r in records[:1000] if r.items for v in r.items if isinstance(v, tuple)]
     best, best_score = "unicode", -1.0
     for outcode in OUTCODES:
-        char, nchar = _codecs(outcode, order, opts.get("nchar_encoding"))
+        char, nchar = outcode_codecs(outcode, order, opts.get("nchar_encoding"))
         try:
-            text = "".join(_text(value, char, nchar, False) for value in sample)
+            text = "".join(item_text(value, char, nchar, False) for value in sample)
         except UnicodeDecodeError:
             continue
         score = japanese_text_score(text)
@@ -1204,7 +1215,7 @@ def _framed_records(
                     data,
                     big_endian=layout.order == ">",
                     add=4 if layout.basis == "exclusive" else 0,
-                    minimum=_MINIMUM_RECORD[layout.letter in "AB"],
+                    minimum=MINIMUM_RECORD[layout.letter in "AB"],
                 )
                 if not (end < len(data) and chains[end]):
                     end = chains.next_start(pos)  # a damaged length: resume where records chain
@@ -1239,7 +1250,9 @@ def _built_rows(
     A record whose values do not decode is a reject, and so is an empty-extract marker in a
     file that also holds rows.
     """
-    char, nchar = _codecs(context.outcode, context.layout.order, context.opts.get("nchar_encoding"))
+    char, nchar = outcode_codecs(
+        context.outcode, context.layout.order, context.opts.get("nchar_encoding")
+    )
     has_rows = any(isinstance(r, ParsedRecord) and r.operation in ROW_OPERATIONS for _, r in parsed)
     rows: list[dict[str, Any]] = []
     for index, record in parsed:
@@ -1354,7 +1367,7 @@ def _row(
         for item, value in zip(items, record.items, strict=True):
             if isinstance(value, tuple):
                 try:
-                    value = _text(value, char, nchar, rtrim)
+                    value = item_text(value, char, nchar, rtrim)
                 except UnicodeDecodeError as exc:
                     raise _Bad(
                         "undecodable_bytes", f"undecodable bytes in column {item.name} ({outcode})"

@@ -14,9 +14,9 @@ rows as Arrow columns instead of one ``dict`` per message. Three walks read the 
 
 Then, as the reference does: metadata (``MD``) messages, which must all come before the first
 data message, go through the reference one by one and settle the catalog; the data (``DT``)
-messages are grouped by the table they resolve to (:func:`decoder._resolve`); per table the
-headers are checked over whole columns (:func:`decoder._checked_headers`) and the masks once
-per distinct pair (:func:`decoder._masks`, :func:`decoder._check_present`); each data column
+messages are grouped by the table they resolve to (:func:`decoder.resolve_table`); per table the
+headers are checked over whole columns (:func:`decoder.checked_headers`) and the masks once
+per distinct pair (:func:`decoder.read_masks`, :func:`decoder.check_present`); each data column
 is rendered by :func:`python_udfs.canonical_arrow.qlik_values` (the text of
 :func:`python_udfs.canonical.canonical_qlik_value`); ``data`` / ``before_data`` become maps
 without the columns a message leaves absent (a clear ``columnMask`` bit, a missing key).
@@ -56,7 +56,7 @@ from python_udfs.qlik_kafka.decoder import KafkaCatalog, TableMeta
 from python_udfs.records import DecodeResult
 
 _MISSING = object()
-#: The header fields the raw row reads (:func:`decoder._data_row`).
+#: The header fields the raw row reads (:func:`decoder.data_row`).
 _HEADERS = (
     "operation",
     "changeSequence",
@@ -131,7 +131,7 @@ def _walk(walk_type: type[_Walk], dump: tuple, opts: dict[str, Any]) -> DecodeRe
     gc.disable()
     try:
         return walk.run(final)
-    except (ref._Bad, orjson.JSONDecodeError) as exc:
+    except (ref.BadMessage, orjson.JSONDecodeError) as exc:
         raise Decline(f"{walk_type.__name__}: {exc}") from exc
     finally:
         if collecting:
@@ -188,7 +188,7 @@ class _Walk:
         for i in range(first_data):
             index = self.start_index + 1 + i
             arguments = (self.topic, self.catalog, self.registry, self.opts, self.result)
-            decoded = ref._decode_value(value(i), *arguments, int(offsets[i]), index, self.is_json)
+            decoded = ref.decode_value(value(i), *arguments, int(offsets[i]), index, self.is_json)
             check(decoded is None)
         return first_data
 
@@ -251,14 +251,14 @@ class _Walk:
         """Return the columns the masks index and their image plan.
 
         The table's metadata columns; for a table without metadata the data keys, which every
-        message must list alike (:func:`decoder._message_columns`, which notes the table).
+        message must list alike (:func:`decoder.message_columns`, which notes the table).
         """
         overflow = self.opts["subsecond_overflow"]
         if meta.columns:
             return meta.columns, meta.image_plan(overflow)
         keys = self._data_keys(images)
-        columns = ref._message_columns(meta, dict.fromkeys(keys), self.opts)
-        return columns, ref._ImagePlan.of(columns, overflow)
+        columns = ref.message_columns(meta, dict.fromkeys(keys), self.opts)
+        return columns, ref.ImagePlan.of(columns, overflow)
 
     def _data_keys(self, images: dict[str, _Image]) -> list[str]:
         raise Decline  # the JSON walk reads tables without metadata
@@ -299,7 +299,7 @@ class _JsonWalk(_Walk):
         """Return each whole line's offset and end (at LF) from ``start``; ``consumed_end`` is set.
 
         None when there is none. The last line without LF counts only when ``final``
-        (:func:`decoder._line_frames`). The lines are not made here: the walk that reads them
+        (:func:`decoder.line_frames`). The lines are not made here: the walk that reads them
         with Arrow takes few of them, one by one (:class:`_Lines`).
         """
         end = self.data.rfind(b"\n", self.start) + 1 or self.start
@@ -323,7 +323,7 @@ class _JsonWalk(_Walk):
         for key, n in distinct.items():
             schema, table, schema_id = key
             message = {"schema": schema, "table": table} if schema is not None else {}
-            meta = ref._resolve(message, schema_id, self.topic, self.catalog, self.opts)
+            meta = ref.resolve_table(message, schema_id, self.topic, self.catalog, self.opts)
             yield meta, np.flatnonzero(group == n)
 
     def _table(self, meta: TableMeta, messages: list[tuple[dict, Any]], records) -> pa.Table:
@@ -422,7 +422,7 @@ class _ArrowJsonWalk(_JsonWalk):
             group = np.flatnonzero(np.array([k == key for k in keys], dtype=bool))
             schema, table, schema_id = key
             named = {"schema": schema, "table": table} if schema is not None else {}
-            meta = ref._resolve(named, schema_id, self.topic, self.catalog, self.opts)
+            meta = ref.resolve_table(named, schema_id, self.topic, self.catalog, self.opts)
             check(bool(meta.columns))
             whole = len(group) == len(keys)  # one table: the fields as they are
             subset = fields if whole else {n: a.take(pa.array(group)) for n, a in fields.items()}
@@ -543,7 +543,7 @@ class _Lines:
     """The lines of a dump, made one by one when asked for: ``lines[i]``, ``len(lines)``.
 
     ``offsets`` and ``ends`` bound each line (``ends`` at its LF, or the dump's end); a CR
-    before the LF is not the line's (:func:`decoder._line_frames`).
+    before the LF is not the line's (:func:`decoder.line_frames`).
     """
 
     def __init__(self, data: bytes, offsets: np.ndarray, ends: np.ndarray) -> None:
@@ -596,7 +596,7 @@ class _LpvWalk(_Walk):
         if envelope.any():
             chosen = records[envelope]
             reader = AvroColumns(
-                self.buf, value_start[chosen] + len(ref._AVRO_DT_ENVELOPE), ends[chosen]
+                self.buf, value_start[chosen] + len(ref.AVRO_DT_ENVELOPE), ends[chosen]
             )
             rows = np.arange(len(chosen))
             check(np.all(reader.varint(rows) == 0))  # headers: null
@@ -607,7 +607,7 @@ class _LpvWalk(_Walk):
             check(np.array_equal(payload + size, ends[chosen]))
             for schema_id in dict.fromkeys(ids):
                 take = np.array([i == schema_id for i in ids], dtype=bool)
-                meta = ref._resolve({}, schema_id, self.topic, self.catalog, self.opts)
+                meta = ref.resolve_table({}, schema_id, self.topic, self.catalog, self.opts)
                 check(bool(meta.data_schema))
                 yield (
                     meta,
@@ -624,7 +624,7 @@ class _LpvWalk(_Walk):
                 int.from_bytes(self.data[a + 1 : a + 5], "big")
                 for a in value_start[confluent].tolist()
             ]
-            meta = ref._table_for_topic(self.topic, self.catalog, self.opts)
+            meta = ref.table_for_topic(self.topic, self.catalog, self.opts)
             check(meta is not None)
             for registry_id in dict.fromkeys(registry_ids):
                 take = np.array([i == registry_id for i in registry_ids], dtype=bool)
@@ -646,7 +646,7 @@ class _LpvWalk(_Walk):
     ) -> pa.Table:
         """Return the raw rows of one table's Avro data messages of one schema."""
         try:
-            ref._parsed_schema(schema_text)  # a schema fastavro refuses is the reference's
+            ref.parsed_schema(schema_text)  # a schema fastavro refuses is the reference's
             schema = json.loads(schema_text)
         except Exception as exc:  # noqa: BLE001 - as the reference: any parse failure
             raise Decline from exc
@@ -679,12 +679,12 @@ def _lpv_frames(data: bytes, start: int, final: bool) -> tuple[np.ndarray, np.nd
     """Return each frame's offset, end and whether it is a tombstone, from ``start``.
 
     Declines a frame that overruns a final dump (the reference rejects it); in a dump still
-    being written the frames stop before it (:func:`decoder._length_prefixed_frames`).
+    being written the frames stop before it (:func:`decoder.length_prefixed_frames`).
     """
     bounds = np.array(list(ref.lpv_bounds(data, start)), np.int64).reshape(-1, 3)
     last = int(bounds[-1, 1]) if len(bounds) else start
     check(not final or last >= len(data))
-    return bounds[:, 0].copy(), bounds[:, 1].copy(), bounds[:, 2] == ref._TOMBSTONE
+    return bounds[:, 0].copy(), bounds[:, 1].copy(), bounds[:, 2] == ref.TOMBSTONE
 
 
 def _avro_kinds(buf: np.ndarray, start: np.ndarray, end: np.ndarray, tombstones: np.ndarray, opts):
@@ -693,7 +693,7 @@ def _avro_kinds(buf: np.ndarray, start: np.ndarray, end: np.ndarray, tombstones:
     ``kinds`` is ``MD`` or ``DT`` per value (a tombstone counts as DT). A value is an envelope
     (``atMSG``) of type MD or DT, or a Confluent-framed record (``00`` and a 4-byte registry id)
     with ``confluent_framing: auto``; a plain record or any other value declines the dump
-    (:func:`decoder._open_any`, :func:`decoder._avro_payload`). ``buf`` is the dump
+    (:func:`decoder.open_any`, :func:`decoder._avro_payload`). ``buf`` is the dump
     (:func:`padded`).
     """
     head = buf[start[:, None] + np.arange(8)]
@@ -702,7 +702,7 @@ def _avro_kinds(buf: np.ndarray, start: np.ndarray, end: np.ndarray, tombstones:
         return np.all(head[:, : len(prefix)] == np.frombuffer(prefix, np.uint8), axis=1)
 
     magic = starts_with(ref.MAGIC) & ~tombstones
-    dt, md = starts_with(ref._AVRO_DT_ENVELOPE) & magic, starts_with(ref._AVRO_MD_ENVELOPE) & magic
+    dt, md = starts_with(ref.AVRO_DT_ENVELOPE) & magic, starts_with(ref.AVRO_MD_ENVELOPE) & magic
     check(not np.any(magic & ~dt & ~md))
     check(not magic.any() or opts["envelope"] != "absent")
     bare = ~magic & ~tombstones
@@ -808,7 +808,7 @@ def _none_if_empty(texts: pa.Array) -> pa.Array:
 
 
 def _header_columns(header: Callable[[str], Any], opts: Mapping[str, Any]) -> dict:
-    """Return the header columns of the raw rows, checked as :func:`decoder._checked_headers`.
+    """Return the header columns of the raw rows, checked as :func:`decoder.checked_headers`.
 
     ``header(field)`` gives a header field's value of every message (None where absent), as a
     list or an Arrow array.
@@ -839,11 +839,11 @@ def _header_columns(header: Callable[[str], Any], opts: Mapping[str, Any]) -> di
 
 
 def _timestamps(values: Any, opts: Mapping[str, Any]) -> pa.Array:
-    """``headers.timestamp`` as canonical UTC text (:func:`decoder._header_time`)."""
+    """``headers.timestamp`` as canonical UTC text (:func:`decoder.header_time`)."""
     texts = _none_if_empty(_arrow_of(values, pa.string(), _TEXT))
     overflow = opts["subsecond_overflow"]
     ok, rendered = canonical_arrow.timestamp_texts(texts, overflow)
-    return canonical_arrow.or_by_value(ok, rendered, texts, lambda v: ref._header_time(v, overflow))
+    return canonical_arrow.or_by_value(ok, rendered, texts, lambda v: ref.header_time(v, overflow))
 
 
 _MASK_TYPES = {str, bytes, _NONE}
@@ -854,7 +854,7 @@ def _present(masks, operation, table_columns, plan, opts, columns) -> np.ndarray
 
     ``masks`` are the ``changeMask`` and ``columnMask`` values of every message. Sets
     ``change_mask`` and ``column_mask`` in ``columns``. The masks are read and checked once per
-    distinct pair and operation (:func:`decoder._masks`, :func:`decoder._check_present`).
+    distinct pair and operation (:func:`decoder.read_masks`, :func:`decoder.check_present`).
     """
     width = len(table_columns)
     check(all(_types_within(values, _MASK_TYPES) for values in masks))
@@ -863,11 +863,11 @@ def _present(masks, operation, table_columns, plan, opts, columns) -> np.ndarray
     which = pa.array(np.array([distinct[key] for key in keys], dtype=np.int64))
     texts, rows = [], np.zeros((len(distinct), width), dtype=bool)
     for (change, column, op), n in distinct.items():
-        change_mask, column_mask, changed, present_bits, present = ref._masks(
+        change_mask, column_mask, changed, present_bits, present = ref.read_masks(
             change, column, opts["mask_bit_order"], width
         )
         if present_bits is not None:
-            ref._check_present(table_columns, plan.key_positions, changed, present, op)
+            ref.check_present(table_columns, plan.key_positions, changed, present, op)
         texts.append((change_mask or None, column_mask or None))
         rows[n, sorted(present)] = True
     columns["change_mask"] = pa.array([t[0] for t in texts], pa.string()).take(which)
@@ -946,7 +946,7 @@ def _rendered(values: Any, here: np.ndarray, column, overflow: str, float_kinds)
             values = values if array is None else array.to_pylist()
             check(_types_within(values, _SCALARS))
             check(floats or not any(type(v) is float for v in values))
-            render = ref._renderer(column, overflow)
+            render = ref.value_renderer(column, overflow)
             return pa.array([render(v) for v in values], pa.string())
         if pa.types.is_null(array.type):
             return pa.nulls(len(array), pa.string())

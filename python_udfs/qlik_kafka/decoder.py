@@ -83,9 +83,9 @@ OPERATIONS = ("INSERT", "UPDATE", "DELETE", "REFRESH")
 _CHANGE_SEQ_RE = re.compile(r"\d{35}")
 _DUMP_NAME_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)-(?P<offset>\d{20})$")
 #: The length before each value of a ``.lpv`` dump: u32 big-endian (formats/
-#: qlik_kafka_messages.md, *What a file looks like*); ``_TOMBSTONE`` marks a null value.
+#: qlik_kafka_messages.md, *What a file looks like*); ``TOMBSTONE`` marks a null value.
 _FRAME_LEN = struct.Struct(">I")
-_TOMBSTONE = 0xFFFFFFFF
+TOMBSTONE = 0xFFFFFFFF
 
 
 class ConfluentHeader(NamedTuple):
@@ -106,9 +106,9 @@ MAGIC = b"atMSG"
 #: How an Avro envelope (:data:`ENVELOPE_SCHEMA`) of a data message begins: the fixed
 #: ``magic``, then ``type`` as an Avro string (zigzag length 2, ``DT``). The metadata pass
 #: skips such values unread.
-_AVRO_DT_ENVELOPE = MAGIC + b"\x04DT"
+AVRO_DT_ENVELOPE = MAGIC + b"\x04DT"
 #: How an Avro envelope of a metadata message begins (``type`` ``MD``).
-_AVRO_MD_ENVELOPE = MAGIC + b"\x04MD"
+AVRO_MD_ENVELOPE = MAGIC + b"\x04MD"
 
 #: Avro schema of the Replicate message envelope (formats/qlik_kafka_messages.md).
 ENVELOPE_SCHEMA = fastavro.parse_schema(
@@ -198,15 +198,15 @@ class TableMeta:
     data_schema: str | None = None
     _plan: Any = None
 
-    def image_plan(self, overflow: str) -> _ImagePlan:
-        """Return the :class:`_ImagePlan` of :attr:`columns` (made once per ``overflow``)."""
+    def image_plan(self, overflow: str) -> ImagePlan:
+        """Return the :class:`ImagePlan` of :attr:`columns` (made once per ``overflow``)."""
         if self._plan is None or self._plan.overflow != overflow:
-            self._plan = _ImagePlan.of(self.columns, overflow)
+            self._plan = ImagePlan.of(self.columns, overflow)
         return self._plan
 
 
 @functools.lru_cache(maxsize=256)
-def _parsed_schema(text: str) -> Any:
+def parsed_schema(text: str) -> Any:
     """Parse an Avro schema's JSON text with fastavro, once per distinct text.
 
     The writer schemas of Confluent-framed values (``<id>.avsc``) and of envelopes'
@@ -217,7 +217,7 @@ def _parsed_schema(text: str) -> Any:
 
 
 @dataclass(frozen=True, slots=True)
-class _ImagePlan:
+class ImagePlan:
     """How a table's row images render: its column names and one renderer per column.
 
     A renderer is :func:`canonical_qlik_value` with the column's type and scale bound (text of
@@ -231,18 +231,18 @@ class _ImagePlan:
     key_positions: frozenset[int]
 
     @classmethod
-    def of(cls, columns: list[MetadataColumn], overflow: str) -> _ImagePlan:
+    def of(cls, columns: list[MetadataColumn], overflow: str) -> ImagePlan:
         """Make the plan of ``columns`` (in ordinal order) for option ``subsecond_overflow``."""
         return cls(
             overflow,
             frozenset(c.column_name for c in columns),
-            tuple((i, c.column_name, _renderer(c, overflow)) for i, c in enumerate(columns)),
+            tuple((i, c.column_name, value_renderer(c, overflow)) for i, c in enumerate(columns)),
             frozenset(i for i, c in enumerate(columns) if c.primary_key_position),
         )
 
 
-def _renderer(column: MetadataColumn, overflow: str):
-    """Return the function rendering one value of ``column`` (see :class:`_ImagePlan`)."""
+def value_renderer(column: MetadataColumn, overflow: str):
+    """Return the function rendering one value of ``column`` (see :class:`ImagePlan`)."""
     if not column.source_type:
         return _untyped
     kind, scale = column.source_type.upper(), column.scale or 0
@@ -330,16 +330,16 @@ def _frames(
     """
     lower = file_name.lower().removesuffix(".gz")
     if lower.endswith(".jsonl") or lower.endswith(".json"):
-        yield from _line_frames(data, start, start_index, final)
+        yield from line_frames(data, start, start_index, final)
     elif lower.endswith(".lpv"):
-        yield from _length_prefixed_frames(data, start, start_index, final)
+        yield from length_prefixed_frames(data, start, start_index, final)
     elif lower.endswith(".avro"):
         yield from _container_frames(data, start_index)
     else:
         yield 0, len(data), 0, None, f"unknown dump framing for {file_name} (.jsonl, .lpv, .avro)"
 
 
-def _line_frames(
+def line_frames(
     data: bytes, start: int, index: int, final: bool
 ) -> Iterator[tuple[int, int, int, bytes | None, str | None]]:
     """Frame a ``.jsonl`` dump: one value per line (an empty line is an error)."""
@@ -355,7 +355,7 @@ def _line_frames(
         pos = nl_end
 
 
-def _length_prefixed_frames(
+def length_prefixed_frames(
     data: bytes, start: int, index: int, final: bool
 ) -> Iterator[tuple[int, int, int, bytes | None, str | None]]:
     """Frame a ``.lpv`` dump: ``[u32 big-endian length][value]``.
@@ -365,7 +365,7 @@ def _length_prefixed_frames(
     pos = start
     for pos, end, length in lpv_bounds(data, start):
         index += 1
-        value = None if length == _TOMBSTONE else data[pos + 4 : end]
+        value = None if length == TOMBSTONE else data[pos + 4 : end]
         yield pos, end, index, value, None
         pos = end
     if pos < len(data) and final:  # a last frame that stops short
@@ -381,7 +381,7 @@ def _length_prefixed_frames(
 def lpv_bounds(data: bytes, start: int) -> Iterator[tuple[int, int, int]]:
     """Yield ``(offset, end, length)`` of each whole frame of a ``.lpv`` dump from ``start``.
 
-    Byte offsets; ``length`` is the frame's u32 big-endian length field, :data:`_TOMBSTONE`
+    Byte offsets; ``length`` is the frame's u32 big-endian length field, :data:`TOMBSTONE`
     for a tombstone (``end`` is then ``offset + 4``). Stops before a frame that does not end
     within ``data``. Copies no value: the framing of the reference (:func:`_frames`), of the
     metadata pass and of the fast path (``columnar._lpv_frames``) (formats/qlik_kafka_messages.md,
@@ -390,7 +390,7 @@ def lpv_bounds(data: bytes, start: int) -> Iterator[tuple[int, int, int]]:
     pos, size, unpack = start, len(data), _FRAME_LEN.unpack_from
     while pos + 4 <= size:
         (length,) = unpack(data, pos)
-        end = pos + 4 if length == _TOMBSTONE else pos + 4 + length
+        end = pos + 4 if length == TOMBSTONE else pos + 4 + length
         if end > size:
             return
         yield pos, end, length
@@ -492,7 +492,7 @@ class _Resync:
         frame since the last decoded value.
         """
         if self.chains is None:
-            self.chains = FrameChains(self.data, tombstone=_TOMBSTONE)
+            self.chains = FrameChains(self.data, tombstone=TOMBSTONE)
         offset, kept = run
         resume = self.chains.next_start(offset)
         if resume >= len(self.data):
@@ -538,7 +538,7 @@ def scan_metadata(data: bytes, *, file_name: str, start: int = 0) -> list[Metada
     for offset, _end, index, value, error in _metadata_frames(data, file_name, start):
         if error or value is None or isinstance(value, tuple):
             continue
-        if value.startswith(_AVRO_DT_ENVELOPE) or (
+        if value.startswith(AVRO_DT_ENVELOPE) or (
             value.lstrip()[:1] == b"{" and b'"MD"' not in value
         ):
             continue
@@ -568,13 +568,13 @@ def _metadata_frames(data: bytes, file_name: str, start: int):
         yield from _frames(data, file_name, start, 0, final=False)
         return
     if lower.endswith(".lpv"):
-        if data.find(_AVRO_MD_ENVELOPE, start) == -1 and data.find(b'"MD"', start) == -1:
+        if data.find(AVRO_MD_ENVELOPE, start) == -1 and data.find(b'"MD"', start) == -1:
             return  # no value can be metadata: an Avro MD envelope, or JSON text with "MD"
         for index, (pos, end, length) in enumerate(lpv_bounds(data, start), 1):
-            skipped = data.startswith(_AVRO_DT_ENVELOPE, pos + 4, end) or data.startswith(
+            skipped = data.startswith(AVRO_DT_ENVELOPE, pos + 4, end) or data.startswith(
                 b"\x00", pos + 4, end
             )
-            if length != _TOMBSTONE and not skipped:
+            if length != TOMBSTONE and not skipped:
                 yield pos, end, index, data[pos + 4 : end], None
         return
     last = data.rfind(b"\n", start) + 1  # a last line without LF is not read yet
@@ -598,13 +598,13 @@ def _open_envelope(
     value without one, ``absent`` refuses one with one (and reads binary values as bare
     records). Raises ValueError with a short reason when the value is not a readable message.
     """
-    kind, envelope, message = _open_any(value, is_json, envelope_mode)
+    kind, envelope, message = open_any(value, is_json, envelope_mode)
     if envelope_mode == "required" and envelope is None:
         raise ValueError("no Replicate envelope (option envelope: required)")
     return kind, envelope, message
 
 
-def _open_any(value: bytes, is_json: bool, envelope_mode: str) -> tuple[str, dict | None, Any]:
+def open_any(value: bytes, is_json: bool, envelope_mode: str) -> tuple[str, dict | None, Any]:
     """:func:`_open_envelope` before its ``required`` check."""
     stripped = value.lstrip()
     if is_json or stripped[:1] == b"{":
@@ -710,7 +710,7 @@ def _md_columns(message: Mapping[str, Any], offset: int, index: int) -> list[Met
     ]
 
 
-class _Bad(Exception):
+class BadMessage(Exception):
     """A data message that becomes a reject: ``reason`` code and message."""
 
     def __init__(self, reason: str, message: str) -> None:
@@ -781,10 +781,10 @@ def decode_dump_file(
                 )
             continue
         try:
-            row = _decode_value(
+            row = decode_value(
                 value, topic, catalog, registry_schemas or {}, opts, result, offset, index, is_json
             )
-        except _Bad as bad:
+        except BadMessage as bad:
             run = run or (offset, len(result.rejects))
             result.rejects.append(Reject.of(data, offset, end, index, bad.reason, str(bad)))
             continue
@@ -819,30 +819,30 @@ def _is_json_dump(file_name: str) -> bool:
     return file_name.lower().removesuffix(".gz").endswith((".jsonl", ".json"))
 
 
-def _decode_value(value, topic, catalog, registry, opts, result, offset, index, is_json):
-    """Decode one message value; returns a raw row, None for MD, or raises :class:`_Bad`."""
+def decode_value(value, topic, catalog, registry, opts, result, offset, index, is_json):
+    """Decode one message value; returns a raw row, None for MD, or raises :class:`BadMessage`."""
     if isinstance(value, tuple):  # datum of an Avro container: a plain DataRecord
-        meta = _table_for_topic(topic, catalog, opts)
-        return _data_row(value[0], meta, "avro_container", None, opts)
+        meta = table_for_topic(topic, catalog, opts)
+        return data_row(value[0], meta, "avro_container", None, opts)
     try:
         kind, envelope, message = _open_envelope(value, is_json, opts["envelope"])
     except (ValueError, EOFError, StopIteration, KeyError) as exc:
         text = str(exc)
         reason = "invalid_json" if "JSON" in text else "bad_envelope"
-        raise _Bad(reason, text or "unreadable value") from exc
+        raise BadMessage(reason, text or "unreadable value") from exc
     if kind == "MD":
         try:
             columns = _metadata_columns(message, offset, index)
         except ValueError as exc:
-            raise _Bad("bad_metadata_message", f"metadata message lacks {exc}") from exc
+            raise BadMessage("bad_metadata_message", f"metadata message lacks {exc}") from exc
         if opts["metadata_source"] == "in_dump":  # else the catalog seed, or none, types values
             catalog.add_columns(columns)
         result.metadata.extend(columns)
         return None
     schema_id = (envelope or {}).get("messageSchemaId")
     if isinstance(message, dict):  # JSON data message
-        meta = _resolve(message, schema_id, topic, catalog, opts)
-        return _data_row(message, meta, "json", schema_id, opts)
+        meta = resolve_table(message, schema_id, topic, catalog, opts)
+        return data_row(message, meta, "json", schema_id, opts)
     fmt, meta, schema_text, payload = _avro_payload(
         value, envelope, message, schema_id, topic, catalog, registry, opts
     )
@@ -850,21 +850,21 @@ def _decode_value(value, topic, catalog, registry, opts, result, offset, index, 
         raise _no_metadata(schema_id, topic)
     record = _avro_record(payload, schema_text)
     if meta is None:
-        meta = _resolve(record, schema_id, topic, catalog, opts)
-    return _data_row(record, meta, fmt, schema_id, opts)
+        meta = resolve_table(record, schema_id, topic, catalog, opts)
+    return data_row(record, meta, fmt, schema_id, opts)
 
 
 def _avro_payload(value, envelope, message, schema_id, topic, catalog, registry, opts):
     """Return ``(value format, table metadata, Avro schema text, payload)`` of an Avro value.
 
     The value is in a Replicate envelope, in Confluent wire format (magic 0, 4-byte registry
-    id), or a plain DataRecord. Raises :class:`_Bad` for a registry id with no schema.
+    id), or a plain DataRecord. Raises :class:`BadMessage` for a registry id with no schema.
     """
     if envelope is not None:
         if envelope.get("messageSchema"):
-            meta = _resolve({}, schema_id, topic, catalog, opts, required=False)
+            meta = resolve_table({}, schema_id, topic, catalog, opts, required=False)
             return "avro_envelope", meta, envelope["messageSchema"], message
-        meta = _resolve({}, schema_id, topic, catalog, opts)
+        meta = resolve_table({}, schema_id, topic, catalog, opts)
         return "avro_envelope", meta, meta.data_schema if meta else None, message
     if (
         len(value) >= CONFLUENT_HEADER.size
@@ -874,40 +874,40 @@ def _avro_payload(value, envelope, message, schema_id, topic, catalog, registry,
         header = ConfluentHeader._make(CONFLUENT_HEADER.unpack_from(value))
         schema_text = registry.get(header.registry_id)
         if schema_text is None:
-            raise _Bad("unknown_schema_id", f"no schema for id {header.registry_id}")
+            raise BadMessage("unknown_schema_id", f"no schema for id {header.registry_id}")
         payload = value[CONFLUENT_HEADER.size :]
-        return "confluent", _table_for_topic(topic, catalog, opts), schema_text, payload
-    meta = _table_for_topic(topic, catalog, opts)
+        return "confluent", table_for_topic(topic, catalog, opts), schema_text, payload
+    meta = table_for_topic(topic, catalog, opts)
     return "avro", meta, meta.data_schema if meta else None, value
 
 
 def _avro_record(payload: bytes, schema_text: str) -> dict[str, Any]:
     """Read one Avro datum with ``schema_text``.
 
-    The schema is parsed once per distinct text (:func:`_parsed_schema`). Raises
-    :class:`_Bad` for a schema that does not parse, a datum that does not decode, or bytes
+    The schema is parsed once per distinct text (:func:`parsed_schema`). Raises
+    :class:`BadMessage` for a schema that does not parse, a datum that does not decode, or bytes
     left after it.
     """
     try:
-        parsed = _parsed_schema(schema_text)
+        parsed = parsed_schema(schema_text)
     except Exception as exc:  # noqa: BLE001 - a damaged messageSchema or seed schema
-        raise _Bad("bad_schema", f"Avro schema does not parse: {exc}") from exc
+        raise BadMessage("bad_schema", f"Avro schema does not parse: {exc}") from exc
     stream = io.BytesIO(payload)
     try:
         record = fastavro.schemaless_reader(stream, parsed, None)
     except Exception as exc:  # noqa: BLE001 - any Avro failure is bad input
-        raise _Bad(
+        raise BadMessage(
             "avro_decode_error", f"Avro decode error at byte {stream.tell()}: {exc}"
         ) from exc
     if stream.tell() != len(payload):
-        raise _Bad(
+        raise BadMessage(
             "avro_decode_error",
             f"Avro decode error at byte {stream.tell()}: {len(payload) - stream.tell()} bytes left",
         )
     return record
 
 
-def _resolve(message, schema_id, topic, catalog, opts, required=True) -> TableMeta | None:
+def resolve_table(message, schema_id, topic, catalog, opts, required=True) -> TableMeta | None:
     """Find the table of a data message: its own schema/table, its schema id, or the topic."""
     schema, table = message.get("schema"), message.get("table")
     if schema is not None and table is not None:
@@ -917,15 +917,15 @@ def _resolve(message, schema_id, topic, catalog, opts, required=True) -> TableMe
         return TableMeta(schema, table, None, [])
     if schema_id and schema_id in catalog.by_schema_id:
         return catalog.by_schema_id[schema_id]
-    meta = _table_for_topic(topic, catalog, opts)
+    meta = table_for_topic(topic, catalog, opts)
     if meta is None and required:
         raise _no_metadata(schema_id, topic)
     return meta
 
 
-def _no_metadata(schema_id, topic) -> _Bad:
+def _no_metadata(schema_id, topic) -> BadMessage:
     """Build the reject of a data message whose table nothing names: what to declare, where."""
-    return _Bad(
+    return BadMessage(
         "no_metadata",
         f"no metadata for schemaId {schema_id}, and topic {topic!r} is mapped to no table (the "
         "topic is the dump file's name before -<partition>-<offset>, else its stem): declare "
@@ -934,7 +934,7 @@ def _no_metadata(schema_id, topic) -> _Bad:
     )
 
 
-def _table_for_topic(topic, catalog, opts) -> TableMeta | None:
+def table_for_topic(topic, catalog, opts) -> TableMeta | None:
     """Return the table a topic is mapped to by the ``topic_tables`` option, if any."""
     name = (opts.get("topic_tables") or {}).get(topic)
     if not name:
@@ -943,23 +943,21 @@ def _table_for_topic(topic, catalog, opts) -> TableMeta | None:
     return catalog.by_table.get((schema, table)) or TableMeta(schema, table, None, [])
 
 
-def _data_row(message, meta: TableMeta | None, fmt, schema_id, opts) -> dict[str, Any]:
+def data_row(message, meta: TableMeta | None, fmt, schema_id, opts) -> dict[str, Any]:
     """Build the raw row of one data message, validating masks and values."""
-    headers, operation, seq = _checked_headers(message, meta, schema_id, opts)
+    headers, operation, seq = checked_headers(message, meta, schema_id, opts)
     data, before = message.get("data"), message.get("beforeData")
     if operation == "UPDATE" and data is None:
-        raise _Bad("no_after_image", "UPDATE with data null")
-    columns = _message_columns(meta, data or before or {}, opts)
+        raise BadMessage("no_after_image", "UPDATE with data null")
+    columns = message_columns(meta, data or before or {}, opts)
     names = [c.column_name for c in columns]
-    change_mask, column_mask, changed, present_bits, present = _masks(
+    change_mask, column_mask, changed, present_bits, present = read_masks(
         headers.get("changeMask"), headers.get("columnMask"), opts["mask_bit_order"], len(columns)
     )
     overflow = opts["subsecond_overflow"]
-    plan = (
-        meta.image_plan(overflow) if columns is meta.columns else _ImagePlan.of(columns, overflow)
-    )
+    plan = meta.image_plan(overflow) if columns is meta.columns else ImagePlan.of(columns, overflow)
     if present_bits is not None:
-        _check_present(columns, plan.key_positions, changed, present, operation)
+        check_present(columns, plan.key_positions, changed, present, operation)
     return {
         "value_format": fmt,
         "message_type": "DT",
@@ -969,7 +967,7 @@ def _data_row(message, meta: TableMeta | None, fmt, schema_id, opts) -> dict[str
         "table_version": meta.table_version,
         "operation": operation,
         "change_sequence": seq or None,
-        "timestamp": _header_time(headers.get("timestamp"), overflow),
+        "timestamp": header_time(headers.get("timestamp"), overflow),
         "stream_position": headers.get("streamPosition") or None,
         "transaction_id": headers.get("transactionId") or None,
         "change_mask": change_mask or None,
@@ -983,28 +981,28 @@ def _data_row(message, meta: TableMeta | None, fmt, schema_id, opts) -> dict[str
     }
 
 
-def _checked_headers(message, meta, schema_id, opts) -> tuple[Mapping[str, Any], str, str]:
+def checked_headers(message, meta, schema_id, opts) -> tuple[Mapping[str, Any], str, str]:
     """Return a data message's ``(headers, operation, changeSequence)`` once they check out.
 
-    Raises :class:`_Bad` for a message that is no object or whose table has no metadata, an
+    Raises :class:`BadMessage` for a message that is no object or whose table has no metadata, an
     unknown operation, a change sequence that is not 35 digits (REFRESH has none), or missing
     transaction headers under ``missing_transaction_fields: reject``.
     """
     if not isinstance(message, Mapping):
-        raise _Bad("bad_message", "data message is not an object")
+        raise BadMessage("bad_message", "data message is not an object")
     if meta is None:
-        raise _Bad("no_metadata", f"no metadata for schemaId {schema_id}")
+        raise BadMessage("no_metadata", f"no metadata for schemaId {schema_id}")
     headers = message.get("headers") or {}
     operation = headers.get("operation")
     if operation not in OPERATIONS:
-        raise _Bad("unknown_operation", f"unknown operation {operation!r}")
+        raise BadMessage("unknown_operation", f"unknown operation {operation!r}")
     seq = headers.get("changeSequence") or ""
     if operation != "REFRESH" and not _CHANGE_SEQ_RE.fullmatch(seq):
-        raise _Bad("bad_change_sequence", f"changeSequence {seq!r} is not 35 digits")
+        raise BadMessage("bad_change_sequence", f"changeSequence {seq!r} is not 35 digits")
     if operation != "REFRESH" and opts["missing_transaction_fields"] == "reject":
         missing = [f for f in TRANSACTION_FIELDS if headers.get(f) is None]
         if missing:
-            raise _Bad(
+            raise BadMessage(
                 "missing_transaction_fields",
                 f"{operation} without headers {', '.join(missing)} "
                 "(option missing_transaction_fields: reject)",
@@ -1012,7 +1010,7 @@ def _checked_headers(message, meta, schema_id, opts) -> tuple[Mapping[str, Any],
     return headers, operation, seq
 
 
-def _message_columns(meta: TableMeta, image: Mapping[str, Any], opts) -> list[MetadataColumn]:
+def message_columns(meta: TableMeta, image: Mapping[str, Any], opts) -> list[MetadataColumn]:
     """Return the columns a message's masks index.
 
     The table's metadata columns in ordinal order, in the data keys' order under
@@ -1053,37 +1051,45 @@ def _message_columns(meta: TableMeta, image: Mapping[str, Any], opts) -> list[Me
     ]
 
 
-def _check_present(columns, key_positions, changed, present, operation) -> None:
+def check_present(columns, key_positions, changed, present, operation) -> None:
     """Check a columnMask against the changeMask and the key.
 
     A changed column must be present, and so must every key column of an UPDATE or DELETE.
     ``key_positions`` are the 0-based positions of ``columns``' key columns, ``changed`` the
     changeMask's bits, ``present`` the positions the columnMask leaves present. Raises
-    :class:`_Bad`.
+    :class:`BadMessage`.
     """
     if not present.issuperset(changed):
         absent_changed = [columns[b].column_name for b in changed if b not in present]
-        raise _Bad("changed_column_absent", f"changeMask flags absent column(s) {absent_changed}")
+        raise BadMessage(
+            "changed_column_absent", f"changeMask flags absent column(s) {absent_changed}"
+        )
     if operation in ("UPDATE", "DELETE") and not present.issuperset(key_positions):
         missing_keys = [columns[i].column_name for i in sorted(key_positions - present)]
-        raise _Bad("key_column_not_present", f"columnMask clears key column(s) {missing_keys}")
+        raise BadMessage(
+            "key_column_not_present", f"columnMask clears key column(s) {missing_keys}"
+        )
 
 
-def _header_time(value, overflow) -> str | None:
+def header_time(value, overflow) -> str | None:
+    """Return ``headers.timestamp`` as canonical UTC text (None for none or empty).
+
+    Raises :class:`BadMessage` (``bad_value``) for text that is no timestamp.
+    """
     if value in (None, ""):
         return None
     try:
         return canonical_timestamp(value, overflow)
     except ValueError as exc:
-        raise _Bad("bad_value", f"headers.timestamp: {exc}") from exc
+        raise BadMessage("bad_value", f"headers.timestamp: {exc}") from exc
 
 
-def _masks(change, column, bit_order: str, width: int):
+def read_masks(change, column, bit_order: str, width: int):
     """Return a message's masks and the columns they leave present.
 
     ``(change_mask, column_mask, changed bits, present bits or None, present positions)`` for
     a table of ``width`` columns. The masks are ``headers.changeMask`` and ``headers.columnMask`` (hex text or bytes);
-    computed once per distinct value (:func:`_mask_values`). Raises :class:`_Bad` for a mask
+    computed once per distinct value (:func:`_mask_values`). Raises :class:`BadMessage` for a mask
     that is not hex or sets a bit beyond the columns.
     """
     try:
@@ -1091,12 +1097,12 @@ def _masks(change, column, bit_order: str, width: int):
             return _mask_values(change, column, bit_order, width)
         return _mask_values.__wrapped__(change, column, bit_order, width)
     except ValueError as exc:
-        raise _Bad(*exc.args) from exc
+        raise BadMessage(*exc.args) from exc
 
 
 @functools.lru_cache(maxsize=4096)
 def _mask_values(change, column, bit_order: str, width: int):
-    """:func:`_masks` (hashable masks are cached); raises ValueError ``(reason, message)``."""
+    """:func:`read_masks` (hashable masks are cached); raises ValueError ``(reason, message)``."""
     try:
         change_mask = normalize_mask_hex(change)
         column_mask = normalize_mask_hex(column)
@@ -1114,15 +1120,15 @@ def _mask_values(change, column, bit_order: str, width: int):
     return change_mask, column_mask, changed, present_bits, present
 
 
-def _image(obj, plan: _ImagePlan, present: frozenset[int]) -> dict | None:
+def _image(obj, plan: ImagePlan, present: frozenset[int]) -> dict | None:
     """Render ``data``/``beforeData`` as canonical text; absent columns are left out."""
     if obj is None:
         return None
     if not isinstance(obj, Mapping):
-        raise _Bad("bad_message", "row image is not an object")
+        raise BadMessage("bad_message", "row image is not an object")
     if not plan.names.issuperset(obj):
         unknown = [k for k in obj if k not in plan.names]
-        raise _Bad("unknown_column", f"column(s) {unknown} not in the table metadata")
+        raise BadMessage("unknown_column", f"column(s) {unknown} not in the table metadata")
     image: dict[str, str | None] = {}
     for i, name, render in plan.renderers:
         if i not in present or name not in obj:
@@ -1130,7 +1136,7 @@ def _image(obj, plan: _ImagePlan, present: frozenset[int]) -> dict | None:
         try:
             image[name] = render(obj[name])
         except ValueError as exc:
-            raise _Bad("bad_value", f"column {name}: {exc}") from exc
+            raise BadMessage("bad_value", f"column {name}: {exc}") from exc
     return image
 
 
