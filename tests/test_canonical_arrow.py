@@ -73,15 +73,6 @@ INTEGER_TEXT = st.one_of(
 
 
 @EXAMPLES
-@given(st.lists(st.one_of(st.none(), INTEGER_TEXT)))
-def test_integer_texts(values):
-    ok, texts = ca.integer_texts(pa.array(values, pa.string()))
-    assert_twins(
-        values, ok, texts, canonical_integer, must_render=own_canonical(values, canonical_integer)
-    )
-
-
-@EXAMPLES
 @given(st.lists(st.tuples(st.integers(0, 2**64 - 1), st.booleans())), st.integers(0, 24))
 def test_scaled_integers(pairs, scale):
     magnitudes = np.array([m for m, _ in pairs], dtype=np.uint64)
@@ -184,13 +175,20 @@ DATE_TEXT = st.one_of(
 )
 
 
+@pytest.mark.parametrize(
+    ("vector", "rule", "texts"),
+    [
+        (ca.integer_texts, canonical_integer, INTEGER_TEXT),
+        (ca.date_texts, canonical_date, DATE_TEXT),
+    ],
+    ids=["integer_texts", "date_texts"],
+)
 @EXAMPLES
-@given(st.lists(st.one_of(st.none(), DATE_TEXT)))
-def test_date_texts(values):
-    ok, texts = ca.date_texts(pa.array(values, pa.string()))
-    assert_twins(
-        values, ok, texts, canonical_date, must_render=own_canonical(values, canonical_date)
-    )
+@given(data=st.data())
+def test_text_renderers_without_options(vector, rule, texts, data):
+    values = data.draw(st.lists(st.one_of(st.none(), texts)))
+    ok, rendered = vector(pa.array(values, pa.string()))
+    assert_twins(values, ok, rendered, rule, must_render=own_canonical(values, rule))
 
 
 FRACTION = st.one_of(st.just(""), st.from_regex(r"\.[0-9]{1,9}", fullmatch=True))
@@ -199,14 +197,6 @@ TIME_TEXT = st.one_of(
     st.from_regex(r"[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{0,8})?", fullmatch=True),
     st.sampled_from(["24:00:00", "12:60:00", "1:02:03", "12:00:00.", "12:00"]),
 )
-
-
-@EXAMPLES
-@given(st.lists(st.one_of(st.none(), TIME_TEXT)), OVERFLOW)
-def test_time_texts(values, overflow):
-    ok, texts = ca.time_texts(pa.array(values, pa.string()), overflow)
-    must = {v for v in values if v and len(v) <= 15 and scalar(canonical_time, v) is not None}
-    assert_twins(values, ok, texts, lambda v: canonical_time(v, overflow), must_render=must)
 
 
 TIMESTAMP_TEXT = st.one_of(
@@ -225,12 +215,22 @@ TIMESTAMP_TEXT = st.one_of(
 )
 
 
+@pytest.mark.parametrize(
+    ("vector", "rule", "texts", "longest"),
+    [
+        (ca.time_texts, canonical_time, TIME_TEXT, 15),
+        (ca.timestamp_texts, canonical_timestamp, TIMESTAMP_TEXT, 26),
+    ],
+    ids=["time_texts", "timestamp_texts"],
+)
 @EXAMPLES
-@given(st.lists(st.one_of(st.none(), TIMESTAMP_TEXT)), OVERFLOW)
-def test_timestamp_texts(values, overflow):
-    ok, texts = ca.timestamp_texts(pa.array(values, pa.string()), overflow)
-    must = {v for v in values if v and len(v) <= 26 and scalar(canonical_timestamp, v) is not None}
-    assert_twins(values, ok, texts, lambda v: canonical_timestamp(v, overflow), must_render=must)
+@given(data=st.data(), overflow=OVERFLOW)
+def test_renderers_with_a_subsecond_option(vector, rule, texts, longest, data, overflow):
+    """Text up to six fraction digits that the scalar rule accepts must render here."""
+    values = data.draw(st.lists(st.one_of(st.none(), texts)))
+    ok, rendered = vector(pa.array(values, pa.string()), overflow)
+    must = {v for v in values if v and len(v) <= longest and scalar(rule, v) is not None}
+    assert_twins(values, ok, rendered, lambda v: rule(v, overflow), must_render=must)
 
 
 @EXAMPLES

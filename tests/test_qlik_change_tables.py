@@ -1,12 +1,16 @@
+import dataclasses
+
 import pytest
 
 from python_udfs.canonical import mask_set_bits
+from python_udfs.feed_format import FileToDecode
 from python_udfs.qlik_change_tables.decoder import (
     DEFAULT_HEADER_FIELDS,
     decode_change_table_file,
     start_write_timestamp,
     table_from_path,
 )
+from python_udfs.qlik_change_tables.spec import decode
 from python_udfs.records import MetadataColumn
 
 SAMPLE = "qlik_ct/EDW.SAMPLE__ct/20211201-122433444"
@@ -219,9 +223,9 @@ LOAD_DFM = _dfm([("ID", "INT4", 0, 1), ("NAME", "STRING", 0, 0)])
 @pytest.mark.parametrize("columnar", [False, True])
 def test_rows_carry_the_dfm_start_write_timestamp(columnar):
     sidecar = _with_start(LOAD_DFM, "2024-05-01T09:00:15.250")
-    result = decode_change_table_file(
-        b"1,Ann\n2,Bo\n", file_name="S.T/LOAD00000002.csv", sidecar=sidecar, columnar=columnar
-    )
+    file = FileToDecode("S.T/LOAD00000002.csv", {"catalog": {}, "options": {}}, sidecar=sidecar)
+    result = decode(b"1,Ann\n2,Bo\n", dataclasses.replace(file, columnar=columnar))
+    assert result.fast_path_fallback is None
     rows = result.table.to_pylist() if result.table is not None else result.rows
     assert [r["start_write_timestamp"] for r in rows] == ["2024-05-01T09:00:15.250"] * 2
     assert result.rejects == []

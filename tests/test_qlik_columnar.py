@@ -1,6 +1,6 @@
 """The columnar Parquet path of the Qlik change-table decoder gives the per-record path's rows.
 
-``decode_change_table_file(..., columnar=True)`` renders a Parquet change-table file with Arrow
+The fast path (``columnar.py``, through ``feed_format.fast_or_reference``) renders a Parquet change-table file with Arrow
 compute (``result.table``); every file it cannot render exactly as the per-record path would is
 handed back to that path, which makes the rejects. Known answers: the per-record path (the
 reference), on the simulator's Parquet change tables, on files of every Parquet type the Qlik
@@ -20,6 +20,8 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from python_udfs.feed_format import fast_or_reference
+from python_udfs.qlik_change_tables.columnar import decode_or_decline
 from python_udfs.qlik_change_tables.decoder import decode_change_table_file
 from python_udfs.records import MetadataColumn
 from simulator.database import simulate
@@ -112,7 +114,9 @@ def _parquet(rows: int = 6, row_group_size: int = 4, **change) -> bytes:
 def _both(data: bytes, file_name: str = "S.T__ct/20240301-080000000.parquet", **kwargs):
     """Decode ``data`` both ways; return (columnar result, per-record result)."""
     kwargs.setdefault("catalog", _catalog())
-    columnar = decode_change_table_file(data, file_name=file_name, columnar=True, **kwargs)
+    columnar = fast_or_reference(
+        decode_or_decline, decode_change_table_file, data, True, file_name=file_name, **kwargs
+    )
     reference = decode_change_table_file(data, file_name=file_name, **kwargs)
     return columnar, reference
 
@@ -398,7 +402,7 @@ def test_text_values_render_by_arrow_as_canonical_qlik_value_renders_them(case):
     """Integer, decimal and timestamp text of a CSV file, rendered by Arrow where it can be
     sure: each value's canonical_qlik_value, or an error where one value has none."""
     from python_udfs.canonical import canonical_qlik_value
-    from python_udfs.qlik_change_tables.decoder import _render_column
+    from python_udfs.qlik_change_tables.columnar import render_column
 
     kind, values, scale, overflow = case
     column = MetadataColumn("S", "T", None, "C", 1, kind, None, 18, scale, 0, None, "c")
@@ -407,10 +411,10 @@ def test_text_values_render_by_arrow_as_canonical_qlik_value_renders_them(case):
     except ValueError:
         event(f"{kind}: a value with no canonical text")
         with pytest.raises((ValueError, pa.ArrowException)):
-            _render_column(pa.array(values, pa.string()), column, overflow)
+            render_column(pa.array(values, pa.string()), column, overflow)
         return
     event(f"{kind}: every value rendered")
-    assert _render_column(pa.array(values, pa.string()), column, overflow).to_pylist() == expected
+    assert render_column(pa.array(values, pa.string()), column, overflow).to_pylist() == expected
 
 
 @settings(max_examples=200, deadline=None)
@@ -430,18 +434,18 @@ def test_floats_render_by_arrow_as_repr_of_the_double(values, kind):
     ones (-0.0, NaN, infinities, whole numbers past 1e16): Arrow's text with ``.0`` where
     ``repr`` writes one, each value's ``repr`` of the double where the two could differ."""
     from python_udfs.canonical import canonical_float
-    from python_udfs.qlik_change_tables.decoder import _render_column
+    from python_udfs.qlik_change_tables.columnar import render_column
 
     arrow_type = pa.float32() if kind == "REAL4" else pa.float64()
     array = pa.array(values, arrow_type)
     column = MetadataColumn("S", "T", None, "C", 1, kind, None, None, 0, 0, None, "c")
     expected = [None if v is None else canonical_float(v) for v in array.to_pylist()]
-    assert _render_column(array, column, "truncate").to_pylist() == expected
+    assert render_column(array, column, "truncate").to_pylist() == expected
 
 
 def test_a_fast_path_fallback_is_recorded_with_its_reason(monkeypatch):
     """A declined file and a failing fast path both decode alike and say why (issue 74)."""
-    from python_udfs.qlik_change_tables import decoder
+    from python_udfs.qlik_change_tables import columnar
 
     data = _parquet()
     declined, reference = _both(data, options={"update_unmasked_columns": "absent"})
@@ -451,7 +455,7 @@ def test_a_fast_path_fallback_is_recorded_with_its_reason(monkeypatch):
     def failing(*args):
         raise IndexError("a bug")
 
-    monkeypatch.setattr(decoder, "_columnar_rows", failing)
+    monkeypatch.setattr(columnar, "_columnar_rows", failing)
     failed, reference = _both(data)
     assert failed.fast_path_fallback == "IndexError: a bug"
     assert _rows(failed) == _rows(reference)

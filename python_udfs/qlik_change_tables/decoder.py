@@ -27,8 +27,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from python_udfs import canonical_arrow
-from python_udfs.byte_fields import Decline, reason
 from python_udfs.canonical import (
     canonical_qlik_value,
     canonical_timestamp,
@@ -79,7 +77,7 @@ DEFAULT_HEADER_FIELDS = (
 )
 #: Every header column the decoder knows: the defaults plus ``partition_name``.
 HEADER_FIELDS = (*DEFAULT_HEADER_FIELDS, "partition_name")
-_OPERATIONS = {"I": "INSERT", "U": "UPDATE", "D": "DELETE", "B": "BEFOREIMAGE"}
+OPERATIONS = {"I": "INSERT", "U": "UPDATE", "D": "DELETE", "B": "BEFOREIMAGE"}
 _CHANGE_SEQ_RE = re.compile(r"\d{35}")
 _LOAD_NAME_RE = re.compile(r"LOAD(?:_\d+)?_?\d+\.", re.IGNORECASE)
 
@@ -294,27 +292,58 @@ def decode_change_table_file(
     sidecar: str | None = None,
     catalog: Mapping[tuple[str, str], list[MetadataColumn]] | None = None,
     options: Mapping[str, Any] | None = None,
-    columnar: bool = False,
 ) -> DecodeResult:
-    """Decode one change-table or full-load file: :func:`_decode_file`, plus the ``.dfm`` start.
+    """Decode one change-table or full-load file record by record (the reference path).
 
-    Every row (and ``result.table``) also holds ``start_write_timestamp``: the ``.dfm``'s
+    ``data`` is the whole file (bytes; ``.gz`` is gunzipped first, offsets then count
+    uncompressed bytes). ``file_name`` is the path below the feed's landing folder; its folder
+    names the table. ``sidecar`` is the ``.dfm`` text when the file has one; ``catalog`` maps
+    ``(schema, table)`` to the catalog seed's columns (used for the types, and for the column
+    list when there is neither ``.dfm`` nor header row). ``options`` override
+    :data:`DEFAULT_OPTIONS`.
+
+    Each row holds ``record_offset`` (bytes), ``record_index`` (1-based data record number),
+    ``source_schema``, ``source_table``, ``table_version``, ``file_kind`` (``change_table`` or
+    ``full_load``), ``header__*`` text (null when the file has no such column), ``column_names``
+    (every column in ordinal order), ``header_column_count``, ``data`` (data column →
+    canonical text) and ``start_write_timestamp`` (:func:`with_start_write_timestamp`). Never
+    raises for bad input: every record that fails becomes a
+    :class:`~python_udfs.records.Reject` (see *Bad input* in formats/qlik_change_tables.md).
+    The fast path (``columnar.py``) gives the same rows as one Arrow table.
+    """
+    opts = {**DEFAULT_OPTIONS, **(options or {})}
+    result = DecodeResult(consumed_end=len(data))
+    try:
+        opened = open_file(data, file_name, sidecar, catalog, opts, result)
+        context = opened.context
+        if opened.is_parquet:
+            _decode_parquet(
+                opened.data,
+                result,
+                *(context.schema, context.table, context.is_load),
+                *(context.columns, context.catalog_columns, opts),
+            )
+        else:
+            _decode_delimited(opened.data, result, context)
+    except FileReject as bad:
+        result.rows.clear()
+        result.rejects[:] = [Reject.of(data, 0, len(data), 0, bad.reason, str(bad))]
+    return with_start_write_timestamp(result, data, file_name, sidecar, opts)
+
+
+def with_start_write_timestamp(
+    result: DecodeResult, data: bytes, file_name: str, sidecar: str | None, opts: Mapping[str, Any]
+) -> DecodeResult:
+    """Give a decoded file's rows the ``.dfm``'s start time, or reject the file without one.
+
+    Every row (and ``result.table``) holds ``start_write_timestamp``: the ``.dfm``'s
     ``fileInfo.startWriteTimestamp`` as written (null without one). With option
     ``load_position: dfm_start`` a full-load file's LOAD rows take their change position from
     it (staging model), so a full-load file with rows whose ``.dfm`` has none, or not as a date
     and time, is rejected whole (reason ``no_start_write_timestamp``): its rows would have no
-    position.
+    position. Both paths end here.
     """
-    opts = {**DEFAULT_OPTIONS, **(options or {})}
     start = start_write_timestamp(sidecar)
-    result = _decode_file(
-        data,
-        file_name=file_name,
-        sidecar=sidecar,
-        catalog=catalog,
-        options=opts,
-        columnar=columnar,
-    )
     rows = result.table.num_rows if result.table is not None else len(result.rows)
     if (
         rows
@@ -337,80 +366,46 @@ def decode_change_table_file(
     return result
 
 
-def _decode_file(
+@dataclass(frozen=True, slots=True)
+class OpenedFile:
+    """A change-table file ready to decode: its bytes (gunzipped), what it is read with."""
+
+    data: bytes
+    context: FileContext
+    is_parquet: bool
+
+
+def open_file(
     data: bytes,
-    *,
     file_name: str,
     sidecar: str | None,
     catalog: Mapping[tuple[str, str], list[MetadataColumn]] | None,
-    options: Mapping[str, Any],
-    columnar: bool,
-) -> DecodeResult:
-    """Decode one change-table or full-load file into raw rows and rejects.
+    opts: Mapping[str, Any],
+    result: DecodeResult,
+) -> OpenedFile:
+    """Read a file's ``.dfm``, name its table and gunzip it, as both paths start.
 
-    ``data`` is the whole file (bytes; ``.gz`` is gunzipped first, offsets then count
-    uncompressed bytes). ``file_name`` is the path below the feed's landing folder; its folder
-    names the table. ``sidecar`` is the ``.dfm`` text when the file has one; ``catalog`` maps
-    ``(schema, table)`` to the catalog seed's columns (used for the types, and for the column
-    list when there is neither ``.dfm`` nor header row). ``options`` override
-    :data:`DEFAULT_OPTIONS`.
-
-    Each row holds ``record_offset`` (bytes), ``record_index`` (1-based data record number),
-    ``source_schema``, ``source_table``, ``table_version``, ``file_kind`` (``change_table`` or
-    ``full_load``), ``header__*`` text (null when the file has no such column), ``column_names``
-    (every column in ordinal order), ``header_column_count`` and ``data`` (data column →
-    canonical text). Never raises for bad input: every record that fails becomes a
-    :class:`~python_udfs.records.Reject` (see *Bad input* in formats/qlik_change_tables.md).
-
-    ``columnar`` asks for the rows as ``result.table`` (a ``pyarrow.Table``: Parquet by
-    :func:`_decode_parquet_columnar`, delimited text by :func:`_decode_csv_columnar`) instead
-    of ``result.rows``; a file that path cannot render exactly as the per-record path would (a
-    value, header or record to reject, a before image without its UPDATE, a quoted value over
-    two lines, options it does not cover) is decoded record by record as before.
+    The ``.dfm``'s columns go to ``result.metadata``; a ``.gz`` file's uncompressed length to
+    ``result.consumed_end``. Raises :class:`FileReject` for a ``.dfm`` that does not parse or
+    bytes that do not gunzip.
     """
-    opts = {**DEFAULT_OPTIONS, **(options or {})}
-    result = DecodeResult(consumed_end=len(data))
     schema, table, is_load = table_from_path(file_name, opts["ct_suffix"])
-    try:
-        dfm, columns = None, None
-        if sidecar is not None:
-            dfm, columns = _parsed_dfm(sidecar, file_name)
-            info = dfm["dataInfo"]
-            schema = info.get("sourceSchema") or schema
-            table = info.get("sourceTable") or table
-            result.metadata.extend(columns)
-        catalog_columns = (catalog or {}).get((schema, table))
-        if file_name.endswith(".gz"):
-            data = _gunzipped(data)
-            result.consumed_end = len(data)
-        if file_name.removesuffix(".gz").lower().endswith(".parquet"):
-            table_rows = None
-            if columnar:
-                table_rows = _fast_path(
-                    result,
-                    _decode_parquet_columnar,
-                    *(data, schema, table, is_load, columns, catalog_columns, opts),
-                )
-            if table_rows is None:
-                return _decode_parquet(
-                    data, result, schema, table, is_load, columns, catalog_columns, opts
-                )
-            result.table = table_rows
-            return result
-        _decode_delimited(
-            data,
-            result,
-            _FileContext(schema, table, is_load, dfm, columns, catalog_columns, opts),
-            columnar,
-        )
-    except _FileReject as bad:
-        result.rows.clear()
-        result.table = None
-        result.rejects[:] = [Reject.of(data, 0, len(data), 0, bad.reason, str(bad))]
-    return result
+    dfm, columns = None, None
+    if sidecar is not None:
+        dfm, columns = _parsed_dfm(sidecar, file_name)
+        info = dfm["dataInfo"]
+        schema = info.get("sourceSchema") or schema
+        table = info.get("sourceTable") or table
+        result.metadata.extend(columns)
+    catalog_columns = (catalog or {}).get((schema, table))
+    if file_name.endswith(".gz"):
+        data = _gunzipped(data)
+        result.consumed_end = len(data)
+    context = FileContext(schema, table, is_load, dfm, columns, catalog_columns, opts)
+    return OpenedFile(data, context, file_name.removesuffix(".gz").lower().endswith(".parquet"))
 
 
-class _FileReject(Exception):
+class FileReject(Exception):
     """A whole file that cannot be read (one reject over the file): ``reason`` and message."""
 
     def __init__(self, reason: str, message: str) -> None:
@@ -419,23 +414,23 @@ class _FileReject(Exception):
 
 
 def _parsed_dfm(sidecar: str, file_name: str) -> tuple[dict[str, Any], list[MetadataColumn]]:
-    """Parse the file's ``.dfm`` (:func:`parse_dfm`); raise _FileReject when it does not."""
+    """Parse the file's ``.dfm`` (:func:`parse_dfm`); raise FileReject when it does not."""
     try:
         return parse_dfm(sidecar)
     except ValueError as exc:
-        raise _FileReject("bad_metadata_file", f"{file_name}.dfm: {exc}") from exc
+        raise FileReject("bad_metadata_file", f"{file_name}.dfm: {exc}") from exc
 
 
 def _gunzipped(data: bytes) -> bytes:
-    """Decompress a ``.gz`` change table; raise _FileReject when it does not decompress."""
+    """Decompress a ``.gz`` change table; raise FileReject when it does not decompress."""
     try:
         return gzip.decompress(data)
     except (OSError, EOFError) as exc:
-        raise _FileReject("bad_gzip", f"cannot gunzip: {exc}") from exc
+        raise FileReject("bad_gzip", f"cannot gunzip: {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)
-class _FileContext:
+class FileContext:
     """What a delimited change table is read with.
 
     Its table, the ``.dfm`` (when it has one) and its columns, the catalog's columns of the
@@ -451,13 +446,22 @@ class _FileContext:
     opts: Mapping[str, Any]
 
 
-def _decode_delimited(
-    data: bytes, result: DecodeResult, context: _FileContext, columnar: bool
-) -> None:
-    """Decode a delimited (CSV) change table into ``result``.
+@dataclass(slots=True)
+class DelimitedFile:
+    """A delimited change table's dialect, records, header row, columns and table version."""
 
-    Its header row and columns, then every record (by column when ``columnar`` and the file
-    allows it). Raises _FileReject for a file whose columns cannot be known.
+    dialect: CsvDialect
+    records: Any  # the records after the first (split_records)
+    first: Any  # the first record, or None for an empty file
+    header_names: list[str] | None
+    layout: Layout
+    table_version: Any
+
+
+def open_delimited(data: bytes, context: FileContext) -> DelimitedFile:
+    """Read a delimited file's dialect, first record, header row and columns (both paths).
+
+    Raises :class:`FileReject` for a file whose columns cannot be known.
     """
     opts, dfm = context.opts, context.dfm
     dialect = _dialect(opts, dfm)
@@ -466,39 +470,29 @@ def _decode_delimited(
     first = next(records, None)
     header_names = _header_row(first, context)
     columns = context.columns or _columns_without_dfm(header_names, context)
-    layout = _Layout.build(columns, opts, context.is_load)
+    layout = Layout.build(columns, opts, context.is_load)
     field_count[0] = len(layout.columns)
     table_version = (dfm or {}).get("dataInfo", {}).get("tableVersion")
-    pending_first = first if header_names is None else None
-    if columnar and first is not None:
-        body_start = first[1] if pending_first is None else 0
-        rows = _fast_path(
-            result,
-            _decode_csv_columnar,
-            data,
-            body_start,
-            dialect,
-            layout,
-            context.schema,
-            context.table,
-            context.is_load,
-            opts,
-            table_version,
-        )
-        if rows is not None:
-            result.table = rows
-            _check_record_count(dfm, result)
-            return
-    every = itertools.chain([pending_first] if pending_first is not None else [], records)
-    ends = _record_rows(data, every, layout, dialect, context, table_version, result)
-    _check_before_images(data, result, opts, ends)
-    _check_record_count(dfm, result)
+    return DelimitedFile(dialect, records, first, header_names, layout, table_version)
 
 
-def _header_row(first, context: _FileContext) -> list[str] | None:
+def _decode_delimited(data: bytes, result: DecodeResult, context: FileContext) -> None:
+    """Decode a delimited (CSV) change table into ``result``, record by record.
+
+    Raises FileReject for a file whose columns cannot be known.
+    """
+    file = open_delimited(data, context)
+    pending_first = file.first if file.header_names is None else None
+    every = itertools.chain([pending_first] if pending_first is not None else [], file.records)
+    ends = _record_rows(data, every, file.layout, file.dialect, context, file.table_version, result)
+    _check_before_images(data, result, context.opts, ends)
+    check_record_count(context.dfm, result)
+
+
+def _header_row(first, context: FileContext) -> list[str] | None:
     """Return the column names of the file's header row, or None when it has none.
 
-    Option ``csv_header_row`` says whether the first record is a header. Raises _FileReject
+    Option ``csv_header_row`` says whether the first record is a header. Raises FileReject
     for a header the ``.dfm`` contradicts.
     """
     mode, opts = context.opts["csv_header_row"], context.opts
@@ -524,21 +518,21 @@ def _header_row(first, context: _FileContext) -> list[str] | None:
     if mode != "present" and not looks_like_header:
         return None
     if columns is not None and names != expected:
-        raise _FileReject("header_metadata_mismatch", "header row differs from .dfm columns")
+        raise FileReject("header_metadata_mismatch", "header row differs from .dfm columns")
     return names
 
 
 def _columns_without_dfm(
-    header_names: list[str] | None, context: _FileContext
+    header_names: list[str] | None, context: FileContext
 ) -> list[MetadataColumn]:
     """Return the columns of a file without ``.dfm``.
 
     Its header row's names, typed by the catalog where it has them (a full load without
-    header row: the catalog's columns). Raises _FileReject when neither says.
+    header row: the catalog's columns). Raises FileReject when neither says.
     """
     ordered = sorted(context.catalog_columns or [], key=lambda c: c.ordinal)
     if header_names is None and (not ordered or not context.is_load):
-        raise _FileReject(
+        raise FileReject(
             "no_column_metadata",
             f"no .dfm and no header row for {context.schema}.{context.table}"
             + ("" if ordered else ", and no catalog entry"),
@@ -569,9 +563,9 @@ def _columns_without_dfm(
 def _record_rows(
     data: bytes,
     records,
-    layout: _Layout,
+    layout: Layout,
     dialect: CsvDialect,
-    context: _FileContext,
+    context: FileContext,
     table_version: int | None,
     result: DecodeResult,
 ) -> dict[int, int]:
@@ -619,7 +613,7 @@ def _record_rows(
 
 
 @dataclass(frozen=True, slots=True)
-class _Layout:
+class Layout:
     """Column roles of one file: which positions are headers and which are data."""
 
     columns: tuple[MetadataColumn, ...]
@@ -627,9 +621,11 @@ class _Layout:
     data_positions: tuple[int, ...]
 
     @classmethod
-    def build(
-        cls, columns: list[MetadataColumn], opts: Mapping[str, Any], is_load: bool
-    ) -> _Layout:
+    def build(cls, columns: list[MetadataColumn], opts: Mapping[str, Any], is_load: bool) -> Layout:
+        """Tell header columns (``header_prefix`` or ``header_columns``) from data columns.
+
+        A full-load file (``is_load``) has data columns only.
+        """
         prefix = opts["header_prefix"]
         explicit = opts.get("header_columns")
         headers: dict[str, int] = {}
@@ -649,7 +645,7 @@ class _Layout:
         return cls(tuple(columns), headers, tuple(data_pos))
 
 
-def _record_to_row(fields, layout: _Layout, opts, dialect: CsvDialect):
+def _record_to_row(fields, layout: Layout, opts, dialect: CsvDialect):
     """Turn one record's fields into a raw row, or return ``(None, (reason, message))``."""
     if len(fields) != len(layout.columns):
         return None, ("wrong_field_count", f"{len(fields)} fields, expected {len(layout.columns)}")
@@ -663,7 +659,7 @@ def _record_to_row(fields, layout: _Layout, opts, dialect: CsvDialect):
     return _values_to_row(texts, layout, opts)
 
 
-def _values_to_row(values: list[Any], layout: _Layout, opts):
+def _values_to_row(values: list[Any], layout: Layout, opts):
     """Validate header values and render data values; shared by CSV and Parquet.
 
     Returns ``(row, None)``, or ``(None, (reason, message))`` for a record to reject.
@@ -727,16 +723,16 @@ def _check_headers(row: dict[str, Any], column_count: int, opts) -> tuple[str, s
         if operation == "TRUNCATE" or (truncate_code and oper == truncate_code):
             if operation not in (None, "TRUNCATE"):
                 return "operation_mismatch", f"change_oper {oper!r} but operation {operation!r}"
-        elif oper not in _OPERATIONS:
+        elif oper not in OPERATIONS:
             return "unknown_operation", f"unknown change_oper {oper!r}"
-        elif operation is not None and operation != _OPERATIONS[oper]:
+        elif operation is not None and operation != OPERATIONS[oper]:
             return "operation_mismatch", f"change_oper {oper!r} but operation {operation!r}"
     elif operation not in ("INSERT", "UPDATE", "DELETE", "BEFOREIMAGE", "TRUNCATE"):
         return "unknown_operation", f"no change_oper and operation {operation!r}"
-    return _mask_problem(row["header__change_mask"], column_count, opts)
+    return mask_problem(row["header__change_mask"], column_count, opts)
 
 
-def _mask_problem(mask: str | None, column_count: int, opts) -> tuple[str, str] | None:
+def mask_problem(mask: str | None, column_count: int, opts) -> tuple[str, str] | None:
     """Return ``(reason, message)`` when a normalized change mask does not fit the columns."""
     if not mask:
         return None
@@ -777,7 +773,8 @@ def _check_before_images(
     result.rows[:] = kept
 
 
-def _check_record_count(dfm: Mapping[str, Any] | None, result: DecodeResult) -> None:
+def check_record_count(dfm: Mapping[str, Any] | None, result: DecodeResult) -> None:
+    """Warn when the ``.dfm``'s ``fileInfo.recordCount`` is not the records read (rows, rejects)."""
     expected = ((dfm or {}).get("fileInfo") or {}).get("recordCount")
     got = len(result.rows) + len(result.rejects)
     got += result.table.num_rows if result.table is not None else 0
@@ -796,7 +793,7 @@ def _decode_parquet(data, result, schema, table, is_load, columns, catalog_colum
         result.consumed_end = len(data)
         return result
     names = pf.schema_arrow.names
-    columns = _parquet_columns(pf.schema_arrow, schema, table, columns, catalog_columns)
+    columns = parquet_columns(pf.schema_arrow, schema, table, columns, catalog_columns)
     if columns is None:
         result.rejects.append(
             Reject.of(
@@ -809,12 +806,12 @@ def _decode_parquet(data, result, schema, table, is_load, columns, catalog_colum
             )
         )
         return result
-    layout = _Layout.build(columns, opts, is_load)
+    layout = Layout.build(columns, opts, is_load)
     index = 0
     ends: dict[int, int] = {}
     for rg in range(pf.num_row_groups):
         meta = pf.metadata.row_group(rg)
-        rg_offset = _row_group_offset(meta)
+        rg_offset = row_group_offset(meta)
         try:
             batch = pf.read_row_group(rg).to_pylist()
         except Exception as exc:  # noqa: BLE001 - a damaged page is bad input
@@ -858,7 +855,7 @@ def _decode_parquet(data, result, schema, table, is_load, columns, catalog_colum
     return result
 
 
-def _parquet_columns(arrow_schema, schema, table, columns, catalog_columns):
+def parquet_columns(arrow_schema, schema, table, columns, catalog_columns):
     """Return the file's columns in order.
 
     The ``.dfm`` ones (``None`` when they name other columns than the Parquet schema), else
@@ -889,7 +886,7 @@ def _parquet_columns(arrow_schema, schema, table, columns, catalog_columns):
     ]
 
 
-def _row_group_offset(meta) -> int:
+def row_group_offset(meta) -> int:
     """Return a row group's first byte in the file (its first dictionary or data page).
 
     It is the ``record_offset`` of each of the row group's rows.
@@ -898,300 +895,6 @@ def _row_group_offset(meta) -> int:
         (meta.column(i).dictionary_page_offset or meta.column(i).data_page_offset)
         for i in range(meta.num_columns)
     )
-
-
-_NotColumnar = Decline  # what the columnar checks raise: the file goes to the per-record path
-
-
-def _fast_path(result: DecodeResult, decode, *arguments):
-    """Return ``decode(*arguments)``, or None after recording why it declined or failed.
-
-    The reason goes to ``result.fast_path_fallback`` (:func:`byte_fields.reason`), which the
-    staging summary counts; the caller then decodes the file record by record.
-    """
-    try:
-        return decode(*arguments)
-    except Exception as exc:  # noqa: BLE001 - Decline, or a value Python cannot hold (a damaged
-        # file): the per-record path decides what is a row and what a reject
-        result.fast_path_fallback = reason(exc)
-        return None
-
-
-def _decode_parquet_columnar(data, schema, table, is_load, columns, catalog_columns, opts):
-    """Decode a Parquet change-table file with Arrow compute, no Python object per record.
-
-    Returns a ``pyarrow.Table`` with the columns of a raw row (``header__*``, ``data`` as
-    ``map<string,string>``, ``record_offset``, ``record_index``, ``source_schema``,
-    ``source_table``, ``table_version``, ``file_kind``, ``column_names``,
-    ``header_column_count``), equal to what :func:`_decode_parquet` makes of the file. Raises
-    :class:`Decline` (or the error of a file that does not read) when that is not certain: a header value fails its check,
-    a value fails to render, a before image has no UPDATE, or option
-    ``update_unmasked_columns: absent`` (a map per mask). The caller then decodes the file
-    record by record, which makes the rejects, and records why (:func:`_fast_path`). Values render with the same functions
-    (:mod:`python_udfs.canonical`), once per distinct value; integers, strings, exact
-    decimals of the declared scale and timestamps are rendered by Arrow itself
-    (tests/test_qlik_columnar.py checks both paths give the same rows).
-    """
-    import pyarrow.parquet as pq
-
-    if opts["update_unmasked_columns"] == "absent":
-        raise Decline("option update_unmasked_columns: absent")
-    pf = pq.ParquetFile(io.BytesIO(data))
-    columns = _parquet_columns(pf.schema_arrow, schema, table, columns, catalog_columns)
-    if columns is None:
-        raise Decline("Parquet columns the .dfm and the catalog do not settle")
-    layout = _Layout.build(columns, opts, is_load)
-    meta = [pf.metadata.row_group(rg) for rg in range(pf.num_row_groups)]
-    counts = [m.num_rows for m in meta]
-    offsets = [_row_group_offset(m) for m in meta]
-    read = pf.read(use_threads=False)  # every row group in one call
-    if read.num_rows != sum(counts):
-        raise Decline("row groups that do not add up")
-    return _columnar_rows(read, counts, offsets, schema, table, is_load, layout, opts)
-
-
-def _csv_record_starts(body: bytes, dialect: CsvDialect):
-    """Return the byte offset of each record of delimited text (numpy int64), or ``None``.
-
-    A line feed ends a record when an even number of quotes precede it (one inside a quoted
-    value does not). ``None`` when the per-record path might read the text otherwise: an odd
-    number of quotes, an empty record, or a quote that is neither at a value's start or end
-    nor doubled (the per-record path's ``bad_quoting``). Quotes pair up in order: an opening
-    one follows a delimiter, a record's start or a closing one (a doubled quote), a closing
-    one precedes a delimiter, a record's end or an opening one.
-    """
-    import numpy as np
-
-    raw = np.frombuffer(body, np.uint8)
-    line_feeds = np.flatnonzero(raw == 10)
-    quote, delimiter = dialect.quote_char[0], dialect.field_delimiter[0]
-    quotes = np.flatnonzero(raw == quote)
-    if len(quotes) % 2:
-        return None
-    ends = line_feeds[np.searchsorted(quotes, line_feeds) % 2 == 0]
-    if len(ends) and (ends[0] == 0 or (np.diff(ends) == 1).any()):
-        return None
-    if len(quotes):
-        before = np.where(quotes > 0, raw[np.maximum(quotes - 1, 0)], 10)
-        after = np.where(quotes + 1 < len(raw), raw[np.minimum(quotes + 1, len(raw) - 1)], 10)
-        opens = (before == delimiter) | (before == 10) | (before == quote)
-        closes = (after == delimiter) | (after == 10) | (after == quote)
-        if not np.where(np.arange(len(quotes)) % 2 == 0, opens, closes).all():
-            return None
-    ends = ends + 1
-    if len(ends) and ends[-1] == len(body):
-        ends = ends[:-1]
-    return np.concatenate([np.zeros(1, np.int64), ends.astype(np.int64)])
-
-
-def _decode_csv_columnar(
-    data, body_start, dialect, layout, schema, table, is_load, opts, table_version
-):
-    """Decode a delimited change-table or full-load file with ``pyarrow.csv`` and Arrow compute.
-
-    ``data[body_start:]`` holds the data records (after the header row, if any); ``layout`` is
-    the file's columns. Returns the raw rows as a ``pyarrow.Table`` (the columns of
-    :func:`_decode_parquet_columnar`, ``record_offset`` the byte where each record starts),
-    equal to what the per-record path makes of the file. Raises :class:`Decline` (or the
-    error of a record pyarrow refuses) when that is not certain: an encoding other than UTF-8, a record delimiter other than a line feed, a
-    carriage return, an escape character, a byte-order mark, a record or value the
-    per-record path would reject (wrong field count, bad quoting, undecodable bytes, a header
-    or value that fails its check, a repeated change_seq, a before image without its UPDATE),
-    or option ``update_unmasked_columns: absent``. The caller then decodes the file record by
-    record (:func:`_fast_path`). Source: formats/qlik_change_tables.md (*CSV*); tests/test_qlik_columnar.py checks
-    both paths give the same rows.
-    """
-    import numpy as np
-    import pyarrow.compute as pc
-    import pyarrow.csv as pcsv
-
-    body = data[body_start:]
-    if (
-        opts["update_unmasked_columns"] == "absent"
-        or str(opts["encoding"]).lower().replace("_", "-") not in ("utf-8", "utf8")
-        or dialect.record_delimiter != b"\n"
-        or len(dialect.field_delimiter) != 1
-        or len(dialect.quote_char) != 1
-        or dialect.escape_char
-        or dialect.field_delimiter in (b"\n", dialect.quote_char)
-        or not body
-        or b"\r" in body
-        or body.startswith(b"\xef\xbb\xbf")
-    ):
-        raise Decline("an encoding, dialect or option the CSV fast path does not read")
-    starts = _csv_record_starts(body, dialect)
-    if starts is None:
-        raise Decline("quoting the CSV fast path cannot follow")
-    names = [f"c{i}" for i in range(len(layout.columns))]
-    read = pcsv.read_csv(
-        pa.py_buffer(body),
-        read_options=pcsv.ReadOptions(column_names=names, use_threads=False),
-        parse_options=pcsv.ParseOptions(
-            delimiter=dialect.field_delimiter.decode("latin-1"),
-            quote_char=dialect.quote_char.decode("latin-1"),
-            double_quote=True,
-            escape_char=False,
-            newlines_in_values=True,
-            ignore_empty_lines=False,
-        ),
-        convert_options=pcsv.ConvertOptions(
-            column_types=dict.fromkeys(names, pa.string()),
-            null_values=[dialect.null_value],
-            strings_can_be_null=True,
-            quoted_strings_can_be_null=False,
-            check_utf8=True,
-        ),
-    )
-    if read.num_rows != len(starts):
-        raise Decline("records pyarrow.csv counts otherwise")
-    rows = _columnar_rows(
-        read,
-        np.ones(len(starts), np.int64),
-        starts + body_start,
-        schema,
-        table,
-        is_load,
-        layout,
-        opts,
-        table_version,
-    )
-    if layout.header_positions:
-        # a repeated (change_seq, change_oper) is a reject of the per-record path
-        pairs = pc.binary_join_element_wise(
-            rows.column("header__change_seq"), rows.column("header__change_oper"), " "
-        )
-        if pc.count_distinct(pairs).as_py() != rows.num_rows:
-            raise Decline("a repeated change_seq and change_oper")
-    return rows
-
-
-def _columnar_rows(read, counts, offsets, schema, table, is_load, layout, opts, table_version=None):
-    """Return the raw rows of the Arrow table ``read`` (see :func:`_decode_parquet_columnar`).
-
-    ``counts`` and ``offsets`` are the row count and first byte of each row group (of each
-    record, for delimited text), in order; ``table_version`` the ``.dfm``'s, if any.
-    Raises :class:`_NotColumnar` (or an Arrow or ValueError) where a row might be a reject.
-    """
-    import numpy as np
-    import pyarrow.compute as pc
-
-    n = read.num_rows
-    overflow = opts["subsecond_overflow"]
-    values = [read.column(i).combine_chunks() for i in range(read.num_columns)]
-    out: dict[str, pa.Array] = {}
-    for name in HEADER_FIELDS:
-        pos = layout.header_positions.get(name)
-        if pos is None:
-            out[f"header__{name}"] = pa.nulls(n, pa.string())
-        elif name == "change_mask":  # no mask is "" (normalize_mask_hex)
-            out["header__change_mask"] = canonical_arrow.by_value(
-                values[pos], normalize_mask_hex
-            ).fill_null("")
-        elif name == "timestamp":
-            out["header__timestamp"] = _header_timestamp(values[pos], overflow)
-        else:
-            out[f"header__{name}"] = _as_text(values[pos])
-    if layout.header_positions:
-        _check_headers_columnar(out, len(layout.columns), opts)
-    names = [layout.columns[p].column_name for p in layout.data_positions]
-    rendered = [
-        _render_column(values[p], layout.columns[p], overflow) for p in layout.data_positions
-    ]
-    width = len(rendered)
-    if width:
-        order = (np.arange(n)[:, None] + np.arange(width)[None, :] * n).ravel()
-        items = pa.concat_arrays(rendered).take(pa.array(order))
-    else:
-        items = pa.array([], pa.string())
-    keys = pa.array(np.tile(np.array(names, dtype=object), n), pa.string())
-    entry_offsets = pa.array(
-        np.arange(0, n * width + 1, width, dtype=np.int32)
-        if width
-        else np.zeros(n + 1, dtype=np.int32)
-    )
-    out["data"] = pa.MapArray.from_arrays(entry_offsets, keys, items)
-    out["record_offset"] = pa.array(
-        np.repeat(np.array(offsets, dtype=np.int64), counts), pa.int64()
-    )
-    out["record_index"] = pa.array(np.arange(1, n + 1, dtype=np.int64))
-    out["source_schema"] = pa.repeat(pa.scalar(schema, pa.string()), n)
-    out["source_table"] = pa.repeat(pa.scalar(table, pa.string()), n)
-    out["table_version"] = pa.repeat(pa.scalar(table_version, pa.int64()), n)
-    kind = "full_load" if is_load else "change_table"
-    out["file_kind"] = pa.repeat(pa.scalar(kind, pa.string()), n)
-    column_names = [c.column_name for c in layout.columns]
-    out["column_names"] = pa.repeat(pa.scalar(column_names, pa.list_(pa.string())), n)
-    out["header_column_count"] = pa.repeat(pa.scalar(len(layout.header_positions), pa.int32()), n)
-    rows = pa.table(out)
-    # a before image whose UPDATE is not in the file is a reject: the per-record path says so
-    opers = rows.column("header__change_oper")
-    before = pc.equal(opers, "B")
-    if pc.any(before).as_py():
-        seqs = rows.column("header__change_seq")
-        updates = pc.filter(seqs, pc.equal(opers, "U"))
-        matched = pc.is_in(pc.filter(seqs, before), value_set=updates.combine_chunks())
-        if not pc.all(matched).as_py():
-            raise _NotColumnar("a before image without its UPDATE")
-    return rows
-
-
-def _as_text(array):
-    """Return a header column as the per-record path keeps it: text as is, others ``str()``."""
-    if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
-        return array.cast(pa.string())
-    return canonical_arrow.by_value(array, str)
-
-
-def _header_timestamp(array, overflow: str):
-    """Return ``header__timestamp`` as canonical UTC text; empty text stays empty."""
-    import pyarrow.compute as pc
-
-    def render(value):
-        return value if value == "" else canonical_timestamp(value, overflow)
-
-    if pa.types.is_timestamp(array.type):
-        return canonical_arrow.timestamps(array, overflow)
-    if not pa.types.is_string(array.type):
-        return canonical_arrow.by_value(array, render)
-    ok, texts = canonical_arrow.timestamp_texts(array, overflow)
-    empty = pc.equal(array, "").fill_null(False)
-    texts = pc.if_else(empty, "", texts)
-    return canonical_arrow.or_by_value(
-        ok | empty.to_numpy(zero_copy_only=False), texts, array, render
-    )
-
-
-def _render_column(array, column: MetadataColumn, overflow: str):
-    """Return one data column as canonical text (:func:`canonical_arrow.qlik_values`)."""
-    return canonical_arrow.qlik_values(array, column.source_type, column.scale or 0, overflow)
-
-
-def _check_headers_columnar(out: dict, column_count: int, opts) -> None:
-    """Check :func:`_check_headers` over whole columns.
-
-    Raises :class:`_NotColumnar` where a row might fail it (the per-record path then makes
-    the reject).
-    """
-    import pyarrow.compute as pc
-
-    seqs = out["header__change_seq"]
-    if seqs.null_count or not canonical_arrow.matches(seqs, r"^[0-9]{35}$").all():
-        raise _NotColumnar("a change_seq that is not 35 digits")
-    opers, operations = out["header__change_oper"], out["header__operation"]
-    if opers.null_count or not pc.all(pc.is_in(opers, pa.array(list(_OPERATIONS)))).as_py():
-        raise _NotColumnar("a change_oper other than I, U, D, B")
-    truncate_code = opts.get("truncate_oper_code")
-    if truncate_code and pc.any(pc.equal(opers, truncate_code)).as_py():
-        raise _NotColumnar("a truncate")
-    expected = pa.nulls(len(opers), pa.string())
-    for code, name in _OPERATIONS.items():
-        expected = pc.if_else(pc.equal(opers, code), name, expected)
-    agrees = pc.or_kleene(pc.is_null(operations), pc.equal(operations, expected))
-    if not pc.all(agrees).as_py():
-        raise _NotColumnar("change_oper and operation disagree")
-    for mask in pc.unique(out["header__change_mask"]).to_pylist():
-        if _mask_problem(mask, column_count, opts) is not None:
-            raise _NotColumnar("a mask that does not fit the columns")
 
 
 def _arrow_qlik_type(arrow_type) -> str:

@@ -9,8 +9,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from python_udfs.feed_format import I32, I64, STR, STR_LIST, STR_MAP, FeedFormat, FileToDecode
-from python_udfs.qlik_change_tables import decoder
+from python_udfs.feed_format import (
+    I32,
+    I64,
+    STR,
+    STR_LIST,
+    STR_MAP,
+    FeedFormat,
+    FileToDecode,
+    fast_or_reference,
+)
+from python_udfs.qlik_change_tables import columnar, decoder
 from python_udfs.records import DecodeResult
 
 #: Columns of ``raw_qlik_change_tables`` after the provenance columns: the ``header__``
@@ -76,14 +85,21 @@ def sidecar(path: Path) -> str | None:
 
 
 def decode(content: bytes, file: FileToDecode) -> DecodeResult:
-    """Decode one change-table or full-load file (whole files: ``start`` is 0)."""
-    return decoder.decode_change_table_file(
+    """Decode one change-table or full-load file (whole files: ``start`` is 0).
+
+    With ``file.columnar`` the fast path (:func:`columnar.decode_or_decline`) builds the rows
+    as an Arrow table; a file it leaves alone or fails on, and every file without
+    ``file.columnar``, takes the per-record reference path.
+    """
+    return fast_or_reference(
+        columnar.decode_or_decline,
+        decoder.decode_change_table_file,
         content,
+        file.columnar,
         file_name=file.source_file,
         sidecar=file.sidecar,
         catalog=file.context["catalog"],
         options=file.context["options"],
-        columnar=file.columnar,
     )
 
 
