@@ -193,7 +193,7 @@ def test_a_linkexpress_file_delivered_again_is_a_duplicate_but_a_repeated_trunca
 ):
     """issue 14: a Linkexpress differential file landing again under a later name was applied
     again at the later position. It is now a duplicate of the first; a file of empty full
-    extracts (a truncate) repeated is two truncates and both apply (staging.py,
+    extracts (a truncate) repeated is two truncates and both apply (staging/landing.py,
     FeedFormat.deduplicated_by_content)."""
     from python_udfs.config import load_project
     from python_udfs.registry import FORMATS
