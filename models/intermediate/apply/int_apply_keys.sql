@@ -66,9 +66,10 @@ table_first_new_resets as (
 
 previous_flagged as (
     -- every key of the previous state: touched (new events, or a new reset of its table), and
-    -- rebuilt (a new event or reset sorts before the last event applied to it). The small
-    -- sides are broadcast, so the state (every key ever seen) is not shuffled
-    select /*+ broadcast(key_first_new_events, table_first_new_resets) */
+    -- rebuilt (a new event or reset sorts before the last event applied to it). The run's
+    -- sides are broadcast, so the state (every key ever seen) is not shuffled; not on a first
+    -- build, whose batch is every change and whose state is empty (cdc_broadcast)
+    select {{ cdc_broadcast(['key_first_new_events', 'table_first_new_resets']) }}
         previous_state.feed,
         previous_state.source_schema,
         previous_state.source_table,
@@ -115,7 +116,7 @@ first_classified as (
 reached_keys as (
     -- the keys a chain of key changes links to a rebuilt key: each is in the state or has new
     -- events (its key change is in change_log, applied before or new now)
-    select /*+ broadcast(linked_keys) */ distinct linked_keys.linked_key_id as key_id
+    select {{ cdc_broadcast(['linked_keys']) }} distinct linked_keys.linked_key_id as key_id
     from previous_touched
     inner join linked_keys
         on previous_touched.key_id = linked_keys.key_id
