@@ -249,12 +249,18 @@ def valid_dates(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> np.ndar
 
 
 def _date_parts_valid(texts: pa.Array) -> np.ndarray:
-    """:func:`valid_dates` of the ``YYYY-MM-DD`` that starts each text (checked already)."""
+    """:func:`valid_dates` of the ``YYYY-MM-DD`` that starts each text (checked already).
+
+    Once per distinct date: a column's rows share few dates.
+    """
+    dates = pc.utf8_slice_codeunits(texts, 0, 10).fill_null("0001-01-01")
+    distinct = pc.unique(dates)
     parts = []
     for start, stop in ((0, 4), (5, 7), (8, 10)):
-        part = pc.utf8_slice_codeunits(texts, start, stop).fill_null("1")
+        part = pc.utf8_slice_codeunits(distinct, start, stop)
         parts.append(part.cast(pa.int64()).to_numpy(zero_copy_only=False))
-    return valid_dates(*parts)
+    valid = valid_dates(*parts)
+    return valid[pc.index_in(dates, value_set=distinct).to_numpy(zero_copy_only=False)]
 
 
 def date_texts(texts: pa.Array) -> tuple[np.ndarray, pa.Array]:
@@ -286,6 +292,8 @@ def time_texts(texts: pa.Array, overflow: str = "truncate") -> tuple[np.ndarray,
     left out when zero; with ``overflow: reject``, more than six are not ok).
     """
     ok = matches(texts, rf"^{_TIME_OF_DAY}(\.[0-9]+)?$")
+    if ok.all() and matches(texts, rf"^{_TIME_OF_DAY}$").all():  # canonical already
+        return ok, texts
     fraction_ok, fraction = _fraction(texts, 8, overflow)
     whole = pc.utf8_slice_codeunits(texts, 0, 8)
     return ok & fraction_ok, pc.binary_join_element_wise(whole, fraction, "")
@@ -300,9 +308,15 @@ def timestamp_texts(texts: pa.Array, overflow: str = "truncate") -> tuple[np.nda
     """
     ok = matches(texts, rf"^[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}[ T:]{_TIME_OF_DAY}(\.[0-9]+)?$")
     ok &= _date_parts_valid(_where(ok, texts, "0001-01-01"))
+    whole = pc.utf8_replace_slice(texts, 10, 11, " ")  # the date, a space, the rest
+    lengths = pc.utf8_length(whole).fill_null(19)
+    if pc.all(pc.equal(lengths, 19)).as_py():  # no fraction: nothing more to cut
+        return ok, whole
+    if pc.all(pc.equal(lengths, 26)).as_py():  # six digits: left out when zero
+        zero = pc.equal(pc.utf8_slice_codeunits(whole, 20, 26), "000000")
+        return ok, pc.if_else(zero, pc.utf8_slice_codeunits(whole, 0, 19), whole)
     fraction_ok, fraction = _fraction(texts, 19, overflow)
-    date, time = pc.utf8_slice_codeunits(texts, 0, 10), pc.utf8_slice_codeunits(texts, 11, 19)
-    whole = pc.binary_join_element_wise(date, time, " ")
+    whole = pc.utf8_slice_codeunits(whole, 0, 19)
     return ok & fraction_ok, pc.binary_join_element_wise(whole, fraction, "")
 
 
