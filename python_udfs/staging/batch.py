@@ -141,11 +141,13 @@ class Stager:
         committed = self.lake.committed_batches()
         self.log(f"staging batch {batch_id}")
         candidates = self.plan(self.lake.manifest(), summary)
-        tasks = Tasks(candidates, self.config.lake_root, self._spark_session)
-        if candidates and tasks.processes and not tasks.in_process:
+        tasks = (
+            Tasks(candidates, self.config.lake_root, self._spark_session) if candidates else None
+        )
+        if tasks is not None and tasks.processes and not tasks.in_process:
             start_worker_server()  # its imports run while this process goes on
         self.lake.ensure_tables()
-        if not candidates:
+        if tasks is None:
             self.log("  nothing new to ingest")
             return summary
         return self._commit_batch(summary, tasks, committed)
