@@ -69,7 +69,6 @@ class Stager:
         self.log = log
         self.detail = log if detail is None else detail
         self._contexts: dict[str, dict[str, Any]] | None = None
-        self.raw_root = config.lake_root / "raw"
         #: The raw tables: the manifest, metadata, Delta commits and open rejects.
         self.lake = RawLake(config.lake_root, self._spark_session)
 
@@ -251,7 +250,7 @@ class Stager:
         (:func:`schemas.written_schema`). ``ingested_at`` (aware UTC) stamps the rows.
         """
         self.log(f"  decoding {len(tasks.candidates)} file(s) {tasks.where}")
-        udf = make_write_udf(contexts, str(self.raw_root), batch_id, ingested_at)
+        udf = make_write_udf(contexts, str(self.lake.raw_root), batch_id, ingested_at)
         return tasks.run(udf, written_schema())
 
     def _commit(self, batch_id: str, written: pa.Table, ingested_at: dt.datetime) -> None:
